@@ -1,0 +1,102 @@
+/* cli: the options every subcommand shares, exit codes, and the argument parser built on getopt_long. */
+#include "cli.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_HELP };
+
+static const struct option common[] = {
+	{"json", no_argument, NULL, OPT_JSON},
+	{"from", required_argument, NULL, OPT_FROM},
+	{"nvml", required_argument, NULL, OPT_NVML},
+	{"no-nvml", no_argument, NULL, OPT_NO_NVML},
+	{"no-color", no_argument, NULL, OPT_NO_COLOR},
+	{"no-colour", no_argument, NULL, OPT_NO_COLOR},
+	{"help", no_argument, NULL, OPT_HELP},
+};
+
+void cli_error(const struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "gpuwho%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,
+	      cli_opt_fn fn, void *ctx, const char *usage)
+{
+	size_t nown = 0, ncommon = sizeof common / sizeof common[0];
+	while (own && own[nown].name)
+		nown++;
+	struct option *all = xcalloc(nown + ncommon + 1, sizeof *all);
+	memcpy(all, common, sizeof common);
+	if (nown)
+		memcpy(all + ncommon, own, nown * sizeof *own);
+	/* '+': stop at the first operand, so a launch command after "--" or a path is left alone;
+	 * ':': report a missing argument distinctly. */
+	char *so = xasprintf("+:h%s", shortopts ? shortopts : "");
+	int ret = 0;
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int li = -1;
+		int o = getopt_long(argc, argv, so, all, &li);
+		if (o == -1)
+			break;
+		switch (o) {
+		case OPT_JSON: c->json = true; continue;
+		case OPT_FROM: c->from = optarg; continue;
+		case OPT_NVML: c->nvml_path = optarg; continue;
+		case OPT_NO_NVML: c->no_nvml = true; continue;
+		case OPT_NO_COLOR: c->no_color = true; continue;
+		case 'h':
+		case OPT_HELP:
+			fputs(usage, stdout);
+			ret = CLI_HELP;
+			goto out;
+		case '?':
+			if (optopt)
+				cli_error(c, "unknown option '-%c'", optopt);
+			else
+				cli_error(c, "unknown option '%s'", argv[optind - 1]);
+			goto bad;
+		case ':':
+			cli_error(c, "option '%s' needs a value", argv[optind - 1]);
+			goto bad;
+		default:
+			if (fn && fn(o, optarg, ctx) == 0)
+				continue;
+			goto bad;
+		}
+	}
+	ret = optind;
+	goto out;
+bad:
+	fprintf(stderr, "Try 'gpuwho %s --help'.\n", c->cmd ? c->cmd : "");
+	ret = CLI_BAD;
+out:
+	free(so);
+	free(all);
+	return ret;
+}
+
+int cli_exit_for(int r)
+{
+	return r == CLI_HELP ? EXIT_FINE : EXIT_USAGE;
+}
+
+bool cli_color(const struct cli *c)
+{
+	const char *nc = getenv("NO_COLOR");
+	if (c->no_color || (nc && *nc))
+		return false;
+	return isatty(STDOUT_FILENO);
+}

@@ -1,0 +1,54 @@
+/* cli: the options every subcommand shares, exit codes, and the argument parser built on getopt_long. */
+#ifndef GPUWHO_CLI_H
+#define GPUWHO_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+/* Exit codes (DESIGN.md): only cmd_* functions and main choose them. */
+enum {
+	EXIT_FINE = 0,     /* nothing wrong */
+	EXIT_PROBLEM = 1,  /* a problem was found (why, free that could not free, plan that does not fit) */
+	EXIT_USAGE = 2,    /* bad command line */
+	EXIT_CANNOT = 3,   /* cannot inspect (nothing could be read) */
+};
+
+/* Options common to every subcommand. */
+struct cli {
+	const char *cmd;       /* subcommand name, for messages */
+	bool json;             /* --json */
+	const char *from;      /* --from FILE: replay a snapshot */
+	const char *nvml_path; /* --nvml PATH */
+	bool no_nvml;          /* --no-nvml */
+	bool no_color;         /* --no-color */
+};
+
+/* Called for each option that is not a common one; returns 0 when accepted, or prints why not
+ * (one line, to stderr) and returns -1. */
+typedef int (*cli_opt_fn)(int opt, const char *arg, void *ctx);
+
+/* Parses argv with the common options plus `own` (terminated by a zero entry) and `shortopts`
+ * (which need not list the common -h). Prints `usage` for -h/--help and returns CLI_HELP; prints
+ * a one-line error and a hint for a bad option and returns CLI_BAD. Otherwise returns optind:
+ * the index of the first operand. A "--" ends the options. */
+enum { CLI_HELP = -1, CLI_BAD = -2 };
+int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,
+	      cli_opt_fn fn, void *ctx, const char *usage);
+
+/* The exit code cli_parse's result calls for when it is not an operand index. */
+int cli_exit_for(int parse_result);
+
+/* True when colour should be used on stdout: a terminal, no --no-color, NO_COLOR unset or empty. */
+bool cli_color(const struct cli *c);
+
+/* Prints "gpuwho CMD: message" to stderr. */
+void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Common options' long names, for usage texts. */
+#define CLI_COMMON_HELP \
+	"Common options:\n" \
+	"  --json           machine-readable output (schema: docs/json.md)\n" \
+	"  --no-color       no colour (also when NO_COLOR is set, or stdout is not a terminal)\n" \
+	"  -h, --help       this text\n"
+
+#endif

@@ -1,0 +1,8 @@
+/* cmd: one entry point per subcommand (src/cmd/NAME.c), dispatched from the table in main.c.
+ * Each takes argv starting at the subcommand's name and returns the process exit code. */
+#ifndef GPUWHO_CMD_H
+#define GPUWHO_CMD_H
+
+int cmd_holders(int argc, char **argv);
+
+#endif

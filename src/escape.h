@@ -1,0 +1,17 @@
+/* escape: make process-controlled strings (comm, cmdline, paths, cgroup names) safe to show. */
+#ifndef GPUWHO_ESCAPE_H
+#define GPUWHO_ESCAPE_H
+
+#include <stddef.h>
+
+/* Returns a malloc'ed copy of s[0..len) safe for a terminal: control characters (C0, DEL, C1),
+ * Unicode bidi overrides and invalid UTF-8 bytes become visible escapes (\n, \t, \e, \xNN,
+ * \u{NNNN}); a backslash becomes "\\". Valid printable UTF-8 is kept as is. */
+char *escape_term(const char *s, size_t len);
+
+/* Returns a malloc'ed copy of s[0..len) that is valid UTF-8, for JSON: each byte that is not part
+ * of a valid UTF-8 sequence, and each NUL, becomes the text \xNN. Control characters are kept
+ * (the JSON encoder escapes them). */
+char *escape_utf8(const char *s, size_t len);
+
+#endif

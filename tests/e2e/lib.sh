@@ -1,0 +1,74 @@
+# lib.sh: a tiny harness for end-to-end tests that run the real gpuwho binary against real processes.
+# A test file defines functions named test_*; `run_tests` runs each in its own subshell and prints
+# "ok - NAME" or "not ok - NAME" (with the failing check and its output). Processes a test starts
+# with `spawn` are killed when the test ends, whatever happens.
+set -u
+: "${GPUWHO:?run through tests/run or make check}"
+: "${TESTBIN:?}"
+HOLD="$TESTBIN/holder"
+
+# Starts a command in the background, remembers its pid in $! and for teardown.
+spawn() {
+	"$@" &
+	SPAWNED="${SPAWNED:-} $!"
+}
+
+# Waits until FILE exists (a helper writes it when ready); fails the test after 10 s.
+wait_file() {
+	local i
+	for i in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+	fail "timed out waiting for $1"
+}
+
+fail() {
+	echo "    FAILED: $*" >&2
+	exit 1
+}
+
+# expect_has TEXT NEEDLE: TEXT contains NEEDLE (fixed string).
+expect_has() {
+	grep -qF -- "$2" <<<"$1" || { printf '%s\n' "$1" | sed 's/^/    | /' >&2; fail "expected to find: $2"; }
+}
+expect_not() {
+	! grep -qF -- "$2" <<<"$1" || { printf '%s\n' "$1" | sed 's/^/    | /' >&2; fail "expected not to find: $2"; }
+}
+# expect_jq JSON FILTER: the jq filter (with `--argjson`-free syntax) evaluates to true.
+expect_jq() {
+	local r
+	r=$(jq -e "$2" <<<"$1" 2>&1) || { printf '%s\n' "$1" | head -c 4000 | sed 's/^/    | /' >&2; fail "jq: $2 -> $r"; }
+}
+
+teardown() {
+	local p
+	for p in ${SPAWNED:-}; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ -n "${TMP:-}" ] && { umount -R "$TMP" 2>/dev/null; rm -rf "$TMP"; }
+	return 0
+}
+
+run_tests() {
+	local t out rc
+	for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
+		out=$( (
+			TMP=$(mktemp -d /tmp/gpuwho-test.XXXXXX)
+			SPAWNED=""
+			trap teardown EXIT
+			"$t"
+		) 2>&1 )
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			echo "ok - ${t#test_}"
+		elif [ $rc -eq 77 ]; then
+			echo "skip - ${t#test_}: $out"
+		else
+			echo "not ok - ${t#test_}"
+			printf '%s\n' "$out" | sed 's/^/  /'
+		fi
+	done
+}
+
+# skip REASON: ends the test as skipped (exit 77), e.g. when not root.
+skip() {
+	echo "$*"
+	exit 77
+}
