@@ -1,0 +1,108 @@
+/* holders: the holder engine. Finds every process that holds a set of target files, and how:
+ * by open fd, by memory mapping only, through a live thread of a group whose leader exited,
+ * through a mknod'ed copy of a device node (matched by st_rdev); and lists the mount points that
+ * are targets (bind-mounted device nodes: fuser's "kernel mount"), which are not holders. */
+#ifndef GPUWHO_PROC_HOLDERS_H
+#define GPUWHO_PROC_HOLDERS_H
+
+#include "proc/proc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* How a process holds a target (bits). */
+enum {
+	HOLD_FD = 1,      /* an open file descriptor */
+	HOLD_MMAP = 2,    /* a memory mapping */
+	HOLD_THREAD = 4,  /* only through /proc/PID/task/TID: the group leader has exited (Zl) */
+	HOLD_COPY = 8,    /* through another device node with the same major:minor (mknod'ed copy) */
+};
+
+/* A file whose holders are wanted. */
+struct target {
+	char *path;       /* as given, or as discovered under /dev */
+	char *kind;       /* "gpu", "ctl", "uvm", "uvm-tools", "modeset", "caps", "nvidia" or "file" */
+	int gpu_minor;    /* /dev/nvidiaN's N for "gpu", else -1 */
+	char *bus_id;     /* PCI bus id of a "gpu" node when /proc/driver/nvidia says it, else NULL */
+	bool ok;          /* stat succeeded; when false, err says why and nothing can hold it */
+	int err;          /* errno of the failed stat */
+	dev_t dev;        /* st_dev */
+	ino_t ino;        /* st_ino */
+	dev_t rdev;       /* st_rdev, meaningful when chr */
+	bool chr;         /* a character device: matched by rdev, not by inode */
+};
+
+/* What one process holds of one target. */
+struct hold {
+	size_t target;    /* index into holders_scan.targets */
+	unsigned means;   /* HOLD_* bits */
+	unsigned nfd;     /* open fds on it */
+	unsigned nmap;    /* mappings of it */
+	bool read, write; /* union of the fds' access modes (from fdinfo flags) */
+	int via_tid;      /* HOLD_THREAD: a live thread whose fd table or maps hold it */
+	char *copy_path;  /* HOLD_COPY: the other node's path, as the holder sees it */
+};
+
+/* A holder: the process facts plus what it holds. */
+struct holder {
+	struct proc_info info;
+	struct hold *holds;
+	size_t nholds;
+};
+
+/* A target that is a mount point in our mount namespace: not a holder. */
+struct mount_hit {
+	size_t target;
+	char *mount_point;
+	char *fstype;
+	char *source;     /* mount source (e.g. "udev", "devtmpfs") */
+	char *root;       /* root of the mount within its filesystem (e.g. "/nvidia0") */
+};
+
+/* A process gpuwho could not (fully) look at. */
+struct unseen {
+	int pid;
+	char *comm;       /* may be NULL */
+	char *why;        /* e.g. "permission denied", "timed out reading /proc/PID/maps after 2.0 s (state D)" */
+};
+
+struct holders_scan {
+	struct target *targets;
+	size_t ntargets;
+	struct holder *holders;   /* sorted by pid */
+	size_t nholders;
+	struct mount_hit *mounts;
+	size_t nmounts;
+	struct unseen *denied;    /* could not be inspected: EACCES/EPERM, hidepid */
+	size_t ndenied;
+	struct unseen *timed_out; /* skipped: a read took longer than the per-process bound */
+	size_t ntimed_out;
+	unsigned nscanned;        /* processes looked at */
+	unsigned nvanished;       /* exited while we looked (normal) */
+	char **notes;             /* things that could not be seen and why, one line each */
+	size_t nnotes;
+};
+
+struct holders_opts {
+	const char *proc_root;    /* "/proc" unless testing */
+	unsigned threads;         /* 0: one per online CPU, at most 8 */
+	unsigned timeout_ms;      /* bound on one process's reads; 0: 2000 */
+};
+
+/* Scans every process under opts->proc_root for the holders of targets[0..n). Takes ownership of
+ * the targets array (freed by holders_scan_free). Never fails as a whole: what could not be read
+ * is recorded in the result. Returns 0. */
+int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out);
+
+/* Frees everything a scan owns; accepts NULL. */
+void holders_scan_free(struct holders_scan *s);
+
+/* Builds a target from a path given by the user: stats it (following links). kind "file" unless
+ * it is an NVIDIA device node, which gets the discovered kind. Never fails: see target.ok. */
+struct target target_from_path(const char *path);
+
+/* Frees the strings of one target (not the struct itself). */
+void target_free(struct target *t);
+
+#endif

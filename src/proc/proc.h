@@ -1,0 +1,81 @@
+/* proc: one reader per /proc/PID file (stat, status, cmdline, cgroup, task/TID/stat), and the
+ * facts about one process that gpuwho reports. Readers work relative to an open /proc/PID
+ * directory fd, return 0 or -errno, and leave fields they could not read at their zero value. */
+#ifndef GPUWHO_PROC_PROC_H
+#define GPUWHO_PROC_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PROC_MAX_NS 8   /* nesting depth of PID namespaces we record */
+
+/* The container a cgroup path names, if any. */
+struct container {
+	char *runtime;    /* "docker", "containerd", "cri-o", "podman", "kubepods", "lxc"; NULL: none seen */
+	char *id;         /* container id (64 hex digits usually), or NULL */
+	char *pod_uid;    /* Kubernetes pod UID (dashes restored), or NULL */
+};
+
+struct proc_info {
+	int pid;
+	int ppid;
+	char state;               /* proc(5) stat field 3: R S D Z T t X I ... */
+	unsigned nthreads;        /* stat field 20 */
+	char *thread_states;      /* e.g. "leader Z, 1 R, 3 S" when threads differ from the leader; else NULL */
+	bool kthread;             /* PF_KTHREAD in stat field 9 */
+	unsigned long long start_ticks; /* stat field 22: clock ticks after boot */
+	double start_time;        /* the same as a Unix time (seconds), 0 when unknown */
+	uid_t uid;                /* real uid, from status */
+	char *user;               /* user name, or the uid as text */
+	int nspid[PROC_MAX_NS];   /* status NSpid: outermost (this /proc's) namespace first */
+	unsigned nnspid;
+	char *comm;               /* raw (unescaped) */
+	char *cmdline;            /* raw: arguments separated by NUL bytes */
+	size_t cmdline_len;
+	char *cgroup;             /* the v2 (or first) cgroup path, raw */
+	struct container container;
+	char *missing;            /* what could not be read, e.g. "cmdline (permission denied)"; NULL: nothing */
+};
+
+/* Reads /proc/PID/stat: state, ppid, flags, threads, start time. The comm field is split at the
+ * last ')' because a name may contain ')' and spaces. Returns 0 or -errno (-ESRCH: gone). */
+int proc_read_stat(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/status: Uid and NSpid. Returns 0 or -errno. */
+int proc_read_status(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/comm (untrimmed bytes, minus the newline). Returns 0 or -errno. */
+int proc_read_comm(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/cmdline (may block on a process whose memory is locked: callers bound it).
+ * Returns 0 or -errno. */
+int proc_read_cmdline(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/cgroup and names the container. Returns 0 or -errno. */
+int proc_read_cgroup(int piddir, struct proc_info *p);
+
+/* Reads the state of every thread (task/TID/stat) and fills p->thread_states when they differ
+ * from the leader's. Returns 0 or -errno. */
+int proc_read_threads(int piddir, struct proc_info *p);
+
+/* Names the container a cgroup path belongs to (docker, containerd, cri-o, podman, kubepods with
+ * pod UID, lxc). Pure; fills c with malloc'ed strings, or leaves it zeroed. */
+void container_from_cgroup(const char *path, struct container *c);
+
+/* Reads everything above for `pid` under the open /proc directory `procfd`. Returns 0, or -ESRCH
+ * when the process is gone, or -errno when even stat could not be read; partial reads are
+ * recorded in p->missing. The caller frees with proc_info_free. */
+int proc_read_info(int procfd, int pid, struct proc_info *p);
+
+/* Frees what proc_info owns (not the struct); accepts NULL. */
+void proc_info_free(struct proc_info *p);
+
+/* The command line as one string with spaces between arguments (raw bytes, malloc'ed);
+ * falls back to "[comm]" when the command line is empty (kernel threads, zombies). */
+char *proc_cmdline_joined(const struct proc_info *p);
+
+/* Seconds since the Unix epoch at which the system booted (from /proc/stat btime), or 0. */
+double proc_boot_time(int procfd);
+
+#endif
