@@ -40,9 +40,9 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 	memcpy(all, common, sizeof common);
 	if (nown)
 		memcpy(all + ncommon, own, nown * sizeof *own);
-	/* '+': stop at the first operand, so a launch command after "--" or a path is left alone;
-	 * ':': report a missing argument distinctly. */
-	char *so = xasprintf("+:h%s", shortopts ? shortopts : "");
+	/* Options may follow operands (gpuwho holders PATH --json); "--" ends them (plan -- CMD...).
+	 * A leading ":" reports a missing argument distinctly. */
+	char *so = xasprintf(":h%s", shortopts ? shortopts : "");
 	int ret = 0;
 	optind = 1;
 	opterr = 0;

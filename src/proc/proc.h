@@ -68,6 +68,9 @@ void container_from_cgroup(const char *path, struct container *c);
  * recorded in p->missing. The caller frees with proc_info_free. */
 int proc_read_info(int procfd, int pid, struct proc_info *p);
 
+/* Frees a container's strings and zeroes it. */
+void proc_container_free(struct container *c);
+
 /* Frees what proc_info owns (not the struct); accepts NULL. */
 void proc_info_free(struct proc_info *p);
 

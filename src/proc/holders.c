@@ -1,0 +1,768 @@
+/* holders: the holder engine. Walks every /proc/PID in parallel, stats each open fd (matching
+ * character devices by st_rdev, other files by st_dev+st_ino), reads maps for mapping-only
+ * holders, and looks into task/TID/ when a group leader has exited. Each process's reads are
+ * bounded in time by a watchdog: a process in D state cannot stall the scan. */
+#include "proc/holders.h"
+#include "sys/devices.h"
+#include "sys/mounts.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define GETDENTS_BUF (64 * 1024)
+#define CACHE_SLOTS 8192          /* per-worker (st_dev, st_ino) -> class cache for maps lines */
+#define MAX_EXTRA_WORKERS 64      /* replacements for workers stuck on a process */
+
+/* What a target is matched by, copied out of struct target so that a worker abandoned by the
+ * watchdog never touches memory the caller may free. */
+struct match {
+	bool ok, chr;
+	dev_t dev, rdev;
+	ino_t ino;
+};
+
+enum { R_NOTHING, R_HOLDER, R_DENIED, R_VANISHED };
+
+struct pid_result {
+	int kind;
+	struct holder h;   /* R_HOLDER */
+	char *why;         /* R_DENIED */
+};
+
+struct cache_slot {
+	dev_t dev;
+	ino_t ino;
+	int cls;           /* 0 empty, -1 not a target's device, k+1 target k by rdev */
+};
+
+struct ctx;
+
+struct worker {
+	struct ctx *c;
+	pthread_t th;
+	_Atomic int cur_pid;          /* 0 when idle */
+	_Atomic uint64_t since;       /* when cur_pid's reads began */
+	const char *_Atomic stage;    /* which file is being read, for the timeout message */
+	bool abandoned;               /* guarded by c->mu */
+	bool done;                    /* guarded by c->mu */
+	char *dbuf;                   /* getdents buffer */
+	struct cache_slot *cache;
+};
+
+struct timed_out {
+	int pid;
+	const char *stage;
+};
+
+struct ctx {
+	int procfd;
+	struct match *m;
+	size_t nm;
+	bool any_chr;
+	int *pids;
+	size_t npids;
+	atomic_size_t next;
+	struct pid_result **res;      /* one slot per pid index, guarded by mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned running;             /* workers not yet done and not abandoned */
+	struct worker **workers;
+	size_t nworkers, capworkers;
+	struct timed_out *to;
+	size_t nto, capto;
+};
+
+static int sys_getdents64(int fd, char *buf, size_t n)
+{
+	return (int)syscall(SYS_getdents64, fd, buf, n);
+}
+
+struct linux_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* Per-target accumulation while one process is scanned. */
+struct acc {
+	struct hold *h;   /* ctx->nm entries */
+	bool any;
+};
+
+static void note_hold(struct acc *a, size_t k, unsigned means, int tid, const char *copy_path)
+{
+	struct hold *h = &a->h[k];
+	h->target = k;
+	h->means |= means;
+	if (tid && !h->via_tid)
+		h->via_tid = tid;
+	if (copy_path && !h->copy_path)
+		h->copy_path = xstrdup(copy_path);
+	a->any = true;
+}
+
+/* Returns the index of the target st matches, or -1. *copy: matched by rdev, not the node itself. */
+static int match_stat(const struct ctx *c, const struct stat *st, bool *copy)
+{
+	for (size_t k = 0; k < c->nm; k++) {
+		const struct match *m = &c->m[k];
+		if (!m->ok)
+			continue;
+		if (m->chr) {
+			if (S_ISCHR(st->st_mode) && st->st_rdev == m->rdev) {
+				*copy = st->st_dev != m->dev || st->st_ino != m->ino;
+				return (int)k;
+			}
+		} else if (st->st_dev == m->dev && st->st_ino == m->ino) {
+			*copy = false;
+			return (int)k;
+		}
+	}
+	return -1;
+}
+
+/* fdinfo "flags:" is the file's f_flags in octal; O_ACCMODE gives read/write. */
+static void read_access(int dfd, const char *fdinfo_dir, const char *fd, struct hold *h)
+{
+	char path[512], buf[512];
+	snprintf(path, sizeof path, "%s/%s", fdinfo_dir, fd);
+	int f = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return;
+	ssize_t n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	char *q = strstr(buf, "flags:");
+	if (!q)
+		return;
+	unsigned long fl = strtoul(q + 6, NULL, 8);
+	int acc = (int)(fl & O_ACCMODE);
+	if (acc == O_RDONLY || acc == O_RDWR)
+		h->read = true;
+	if (acc == O_WRONLY || acc == O_RDWR)
+		h->write = true;
+}
+
+/* Scans dir (e.g. "fd" or "task/TID/fd") under the process directory dfd. Returns the number of
+ * entries seen, or -errno when the directory cannot be opened. */
+static int scan_fds(struct worker *w, int dfd, const char *dir, const char *fdinfo_dir, int tid, struct acc *a)
+{
+	struct ctx *c = w->c;
+	int fdfd = openat(dfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fdfd < 0)
+		return -errno;
+	int entries = 0;
+	for (;;) {
+		int n = sys_getdents64(fdfd, w->dbuf, GETDENTS_BUF);
+		if (n <= 0)
+			break;
+		for (int off = 0; off < n;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(w->dbuf + off);
+			off += de->d_reclen;
+			if (de->d_name[0] == '.')
+				continue;
+			entries++;
+			struct stat st;
+			/* Following the magic link stats the open file itself, whatever its path. */
+			if (fstatat(fdfd, de->d_name, &st, 0) < 0)
+				continue;   /* closed meanwhile, or a dead mount: not ours */
+			bool copy;
+			int k = match_stat(c, &st, &copy);
+			if (k < 0)
+				continue;
+			char link[4096] = "";
+			if (copy) {
+				ssize_t l = readlinkat(fdfd, de->d_name, link, sizeof link - 1);
+				link[l > 0 ? l : 0] = '\0';
+			}
+			note_hold(a, (size_t)k, (tid ? HOLD_THREAD : 0) | HOLD_FD | (copy ? HOLD_COPY : 0), tid,
+				  copy ? link : NULL);
+			a->h[k].nfd++;
+			read_access(dfd, fdinfo_dir, de->d_name, &a->h[k]);
+		}
+	}
+	close(fdfd);
+	return entries;
+}
+
+static unsigned cache_hash(dev_t d, ino_t i)
+{
+	unsigned long long x = (unsigned long long)d * 0x9e3779b97f4a7c15ull ^ (unsigned long long)i;
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ull;
+	return (unsigned)(x >> 32) % CACHE_SLOTS;
+}
+
+/* Classifies a mapped file that is not a target node itself: is it a character device with a
+ * target's rdev (a mknod'ed copy)? Stats it once per worker through map_files/ (the mapped file
+ * itself; root only), else through the path maps shows, checked to be the same inode. */
+static int classify_mapped(struct worker *w, int dfd, const char *range, const char *path, dev_t dev, ino_t ino)
+{
+	unsigned h = cache_hash(dev, ino);
+	for (unsigned i = 0; i < 16; i++) {
+		struct cache_slot *s = &w->cache[(h + i) % CACHE_SLOTS];
+		if (s->cls && s->dev == dev && s->ino == ino)
+			return s->cls;
+		if (!s->cls)
+			break;
+	}
+	char mf[128];
+	snprintf(mf, sizeof mf, "map_files/%s", range);
+	struct stat st;
+	int cls = -1;
+	bool have = fstatat(dfd, mf, &st, 0) == 0;
+	if (!have && path[0] == '/')
+		have = stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	if (have) {
+		bool copy;
+		int k = match_stat(w->c, &st, &copy);
+		if (k >= 0)
+			cls = k + 1;
+	}
+	for (unsigned i = 0; i < 16; i++) {
+		struct cache_slot *s = &w->cache[(h + i) % CACHE_SLOTS];
+		if (!s->cls) {
+			s->dev = dev;
+			s->ino = ino;
+			s->cls = cls;
+			break;
+		}
+	}
+	return cls;
+}
+
+/* Reads maps ("maps" or "task/TID/maps"): "start-end perms offset MAJ:MIN inode path". */
+static int scan_maps(struct worker *w, int dfd, const char *file, int tid, struct acc *a)
+{
+	struct ctx *c = w->c;
+	char *buf;
+	int r = readfile_at(dfd, file, &buf, NULL, 0);
+	if (r < 0)
+		return r;
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char range[64];
+		unsigned ma, mi;
+		unsigned long long ino;
+		int pathoff = 0;
+		if (sscanf(line, "%63s %*s %*s %x:%x %llu %n", range, &ma, &mi, &ino, &pathoff) >= 4 && ino) {
+			dev_t dev = makedev(ma, mi);
+			const char *path = pathoff ? line + pathoff : "";
+			int k = -1;
+			bool copy = false;
+			for (size_t t = 0; t < c->nm && k < 0; t++)
+				if (c->m[t].ok && c->m[t].dev == dev && c->m[t].ino == (ino_t)ino)
+					k = (int)t;
+			if (k < 0 && c->any_chr) {
+				int cls = classify_mapped(w, dfd, range, path, dev, (ino_t)ino);
+				if (cls > 0) {
+					k = cls - 1;
+					copy = true;
+				}
+			}
+			if (k >= 0) {
+				note_hold(a, (size_t)k, HOLD_MMAP | (tid ? HOLD_THREAD : 0) | (copy ? HOLD_COPY : 0), tid,
+					  copy ? path : NULL);
+				a->h[k].nmap++;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	return 0;
+}
+
+/* A group leader that exited while other threads live: its fd/ and maps are empty, the threads'
+ * are not (the kernel's exit_files() cleared only the leader's view). */
+static void scan_threads(struct worker *w, int dfd, int pid, struct acc *a)
+{
+	int tfd = openat(dfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return;
+	DIR *d = fdopendir(tfd);
+	if (!d) {
+		close(tfd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long tid;
+		if (!parse_uint(de->d_name, &tid) || (int)tid == pid)
+			continue;
+		char fd[300], fdinfo[300], maps[300];
+		snprintf(fd, sizeof fd, "task/%s/fd", de->d_name);
+		snprintf(fdinfo, sizeof fdinfo, "task/%s/fdinfo", de->d_name);
+		snprintf(maps, sizeof maps, "task/%s/maps", de->d_name);
+		atomic_store(&w->stage, "task/TID/fd");
+		scan_fds(w, dfd, fd, fdinfo, (int)tid, a);
+		/* Threads share one address space and, unless one unshared it, one fd table: the
+		 * first live thread's view is the group's (and counts each fd once). */
+		atomic_store(&w->stage, "task/TID/maps");
+		if (scan_maps(w, dfd, maps, (int)tid, a) == 0)
+			break;
+	}
+	closedir(d);
+}
+
+static struct pid_result *result_new(int kind)
+{
+	struct pid_result *r = xcalloc(1, sizeof *r);
+	r->kind = kind;
+	return r;
+}
+
+static void result_free(struct pid_result *r, size_t nm)
+{
+	if (!r)
+		return;
+	proc_info_free(&r->h.info);
+	for (size_t i = 0; i < r->h.nholds; i++)
+		free(r->h.holds[i].copy_path);
+	(void)nm;
+	free(r->h.holds);
+	free(r->why);
+	free(r);
+}
+
+static struct pid_result *scan_pid(struct worker *w, int pid)
+{
+	struct ctx *c = w->c;
+	char name[32];
+	snprintf(name, sizeof name, "%d", pid);
+	int dfd = openat(c->procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return result_new(errno == ENOENT || errno == ESRCH ? R_VANISHED : R_NOTHING);
+	struct acc a = {.h = xcalloc(c->nm, sizeof *a.h)};
+	struct pid_result *res = NULL;
+	atomic_store(&w->stage, "fd");
+	int n = scan_fds(w, dfd, "fd", "fdinfo", 0, &a);
+	if (n == -ENOENT || n == -ESRCH) {
+		res = result_new(R_VANISHED);
+		goto out;
+	}
+	if (n <= 0) {
+		/* Unreadable or empty fd/: a kernel thread (holds nothing), a zombie, a process of
+		 * another user, or a group leader that exited while its threads live on. */
+		struct proc_info st = {.pid = pid};
+		atomic_store(&w->stage, "stat");
+		int r = proc_read_stat(dfd, &st);
+		if (r < 0) {
+			res = result_new(R_VANISHED);
+			goto out;
+		}
+		if (st.kthread) {
+			res = result_new(R_NOTHING);
+			goto out;
+		}
+		if (n == -EACCES || n == -EPERM) {
+			res = result_new(R_DENIED);
+			res->why = xstrdup("permission denied");
+			goto out;
+		}
+		if (n < 0) {
+			res = result_new(R_DENIED);
+			res->why = xasprintf("cannot read fd/: %s", strerror(-n));
+			goto out;
+		}
+		if (st.state == 'Z' && st.nthreads > 1)
+			scan_threads(w, dfd, pid, &a);
+	} else {
+		atomic_store(&w->stage, "maps");
+		scan_maps(w, dfd, "maps", 0, &a);
+	}
+	if (!a.any) {
+		res = result_new(R_NOTHING);
+		goto out;
+	}
+	res = result_new(R_HOLDER);
+	atomic_store(&w->stage, "status/cmdline/cgroup");
+	if (proc_read_info(c->procfd, pid, &res->h.info) == -ESRCH) {
+		result_free(res, c->nm);
+		res = result_new(R_VANISHED);
+		goto out;
+	}
+	res->h.holds = xcalloc(c->nm, sizeof *res->h.holds);
+	for (size_t k = 0; k < c->nm; k++) {
+		if (!a.h[k].means)
+			continue;
+		res->h.holds[res->h.nholds++] = a.h[k];
+		a.h[k].copy_path = NULL;
+	}
+out:
+	for (size_t k = 0; k < c->nm; k++)
+		free(a.h[k].copy_path);
+	free(a.h);
+	close(dfd);
+	return res;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct ctx *c = w->c;
+	for (;;) {
+		size_t i = atomic_fetch_add(&c->next, 1);
+		if (i >= c->npids)
+			break;
+		atomic_store(&w->since, now_ns());
+		atomic_store(&w->cur_pid, c->pids[i]);
+		struct pid_result *r = scan_pid(w, c->pids[i]);
+		pthread_mutex_lock(&c->mu);
+		bool abandoned = w->abandoned;
+		if (!abandoned)
+			c->res[i] = r;
+		atomic_store(&w->cur_pid, 0);
+		pthread_mutex_unlock(&c->mu);
+		if (abandoned) {
+			/* The watchdog gave up on us and recorded this pid as timed out. */
+			result_free(r, c->nm);
+			break;
+		}
+	}
+	pthread_mutex_lock(&c->mu);
+	if (!w->abandoned) {
+		w->done = true;
+		c->running--;
+		pthread_cond_signal(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Called with c->mu held. */
+static bool worker_start(struct ctx *c)
+{
+	struct worker *w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->dbuf = xmalloc(GETDENTS_BUF);
+	w->cache = xcalloc(CACHE_SLOTS, sizeof *w->cache);
+	if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+		free(w->dbuf);
+		free(w->cache);
+		free(w);
+		return false;
+	}
+	xgrow(&c->workers, &c->capworkers, c->nworkers + 1, sizeof *c->workers);
+	c->workers[c->nworkers++] = w;
+	c->running++;
+	return true;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+static int *list_pids(int procfd, size_t *n)
+{
+	int *pids = NULL;
+	size_t cap = 0;
+	*n = 0;
+	int fd = openat(procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *buf = xmalloc(GETDENTS_BUF);
+	for (;;) {
+		int r = sys_getdents64(fd, buf, GETDENTS_BUF);
+		if (r <= 0)
+			break;
+		for (int off = 0; off < r;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
+			off += de->d_reclen;
+			unsigned long long v;
+			if (parse_uint(de->d_name, &v) && v > 0 && v < (1u << 30)) {
+				xgrow(&pids, &cap, *n + 1, sizeof *pids);
+				pids[(*n)++] = (int)v;
+			}
+		}
+	}
+	free(buf);
+	close(fd);
+	qsort(pids, *n, sizeof *pids, cmp_int);
+	return pids;
+}
+
+static char *read_comm_of(int procfd, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "%d/comm", pid);
+	char *buf;
+	size_t len;
+	if (readfile_at(procfd, path, &buf, &len, 256) < 0)
+		return NULL;
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+static char read_state_of(int procfd, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "%d", pid);
+	int dfd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return '?';
+	struct proc_info p = {0};
+	int r = proc_read_stat(dfd, &p);
+	close(dfd);
+	return r == 0 ? p.state : '?';
+}
+
+static void add_note(struct holders_scan *s, char *note)
+{
+	s->notes = xrealloc(s->notes, (s->nnotes + 1) * sizeof *s->notes);
+	s->notes[s->nnotes++] = note;
+}
+
+static void add_unseen(struct unseen **arr, size_t *n, int pid, char *comm, char *why)
+{
+	*arr = xrealloc(*arr, (*n + 1) * sizeof **arr);
+	(*arr)[*n] = (struct unseen){.pid = pid, .comm = comm, .why = why};
+	(*n)++;
+}
+
+/* Targets that are mount points in our mount namespace, and /proc's hidepid. */
+static void scan_mounts(int procfd, struct holders_scan *out)
+{
+	char *text;
+	int r = readfile_at(procfd, "self/mountinfo", &text, NULL, 0);
+	if (r < 0) {
+		add_note(out, xasprintf("cannot read /proc/self/mountinfo (%s): bind-mounted targets are not reported",
+					strerror(-r)));
+		return;
+	}
+	size_t nm;
+	struct mount_entry *m = mounts_parse(text, &nm);
+	free(text);
+	mounts_find_targets(m, nm, out->targets, out->ntargets, &out->mounts, &out->nmounts);
+	const char *hp = mounts_proc_hidepid(m, nm, "/proc");
+	if (hp && strcmp(hp, "0") && strcmp(hp, "off"))
+		add_note(out, xasprintf("/proc is mounted with hidepid=%s: processes of other users may be invisible "
+					"here and cannot be counted; run as root", hp));
+	mounts_free(m, nm);
+}
+
+/* Workers the watchdog abandoned may still be running when we return; their context stays
+ * allocated (and reachable from here) until the process exits. */
+static struct ctx *graveyard[16];
+
+int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out)
+{
+	memset(out, 0, sizeof *out);
+	out->targets = targets;
+	out->ntargets = n;
+	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
+	unsigned timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 2000;
+	unsigned nthreads = opts && opts->threads ? opts->threads : 0;
+	if (!nthreads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+	}
+	int procfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0) {
+		add_note(out, xasprintf("cannot open %s: %s; no process could be inspected", root, strerror(errno)));
+		return 0;
+	}
+	struct ctx *c = xcalloc(1, sizeof *c);
+	c->procfd = procfd;
+	c->nm = n;
+	c->m = xcalloc(n ? n : 1, sizeof *c->m);
+	for (size_t k = 0; k < n; k++) {
+		c->m[k] = (struct match){.ok = targets[k].ok, .chr = targets[k].chr, .dev = targets[k].dev,
+					  .rdev = targets[k].rdev, .ino = targets[k].ino};
+		c->any_chr |= targets[k].ok && targets[k].chr;
+	}
+	c->pids = list_pids(procfd, &c->npids);
+	c->res = xcalloc(c->npids ? c->npids : 1, sizeof *c->res);
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < nthreads && i < (c->npids ? c->npids : 1); i++)
+		worker_start(c);
+	size_t extra = 0;
+	while (c->running > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		uint64_t now = now_ns();
+		for (size_t i = 0; i < c->nworkers; i++) {
+			struct worker *w = c->workers[i];
+			int pid = atomic_load(&w->cur_pid);
+			if (w->abandoned || w->done || !pid)
+				continue;
+			if (now - atomic_load(&w->since) < (uint64_t)timeout_ms * 1000000u)
+				continue;
+			w->abandoned = true;
+			c->running--;
+			pthread_detach(w->th);
+			xgrow(&c->to, &c->capto, c->nto + 1, sizeof *c->to);
+			c->to[c->nto++] = (struct timed_out){.pid = pid, .stage = atomic_load(&w->stage)};
+			if (extra < MAX_EXTRA_WORKERS && atomic_load(&c->next) < c->npids && worker_start(c))
+				extra++;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+
+	bool any_abandoned = false;
+	for (size_t i = 0; i < c->nworkers; i++) {
+		struct worker *w = c->workers[i];
+		if (w->abandoned) {
+			any_abandoned = true;
+			continue;
+		}
+		pthread_join(w->th, NULL);
+		free(w->dbuf);
+		free(w->cache);
+		free(w);
+		c->workers[i] = NULL;
+	}
+
+	size_t caph = 0;
+	for (size_t i = 0; i < c->npids; i++) {
+		struct pid_result *r = c->res[i];
+		if (!r)
+			continue;   /* timed out (recorded below) or never reached */
+		out->nscanned++;
+		if (r->kind == R_VANISHED)
+			out->nvanished++;
+		else if (r->kind == R_DENIED) {
+			add_unseen(&out->denied, &out->ndenied, c->pids[i], read_comm_of(procfd, c->pids[i]), r->why);
+			r->why = NULL;
+		} else if (r->kind == R_HOLDER) {
+			xgrow(&out->holders, &caph, out->nholders + 1, sizeof *out->holders);
+			out->holders[out->nholders++] = r->h;
+			memset(&r->h, 0, sizeof r->h);
+		}
+		result_free(r, c->nm);
+		c->res[i] = NULL;
+	}
+	size_t unreached = c->npids - out->nscanned - c->nto;
+	for (size_t i = 0; i < c->nto; i++) {
+		char st = read_state_of(procfd, c->to[i].pid);
+		add_unseen(&out->timed_out, &out->ntimed_out, c->to[i].pid, read_comm_of(procfd, c->to[i].pid),
+			   xasprintf("reading /proc/%d/%s took longer than %.1f s (state %c%s); skipped", c->to[i].pid,
+				     c->to[i].stage ? c->to[i].stage : "?", timeout_ms / 1000.0, st,
+				     st == 'D' ? ": uninterruptible sleep" : ""));
+	}
+	scan_mounts(procfd, out);
+	if (unreached > 0 && unreached < c->npids)
+		add_note(out, xasprintf("%zu processes were not scanned: too many reads were stuck", unreached));
+
+	if (any_abandoned) {
+		/* Abandoned workers still use c (procfd, m, pids, res); keep it for the process's life. */
+		for (size_t i = 0; i < sizeof graveyard / sizeof *graveyard; i++)
+			if (!graveyard[i]) {
+				graveyard[i] = c;
+				break;
+			}
+		free(c->to);
+		c->to = NULL;
+		return 0;
+	}
+	close(procfd);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c->workers);
+	free(c->to);
+	free(c->res);
+	free(c->pids);
+	free(c->m);
+	free(c);
+	return 0;
+}
+
+struct target target_from_path(const char *path)
+{
+	struct target t = {.path = xstrdup(path), .gpu_minor = -1};
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		t.err = errno;
+		t.kind = xstrdup("file");
+		return t;
+	}
+	t.ok = true;
+	t.dev = st.st_dev;
+	t.ino = st.st_ino;
+	t.chr = S_ISCHR(st.st_mode);
+	t.rdev = t.chr ? st.st_rdev : 0;
+	const char *kind = NULL;
+	if (t.chr) {
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		int gm;
+		kind = devices_classify(base, major(st.st_rdev), minor(st.st_rdev), NULL, 0, &gm);
+		t.gpu_minor = kind ? gm : -1;
+	}
+	t.kind = xstrdup(kind ? kind : "file");
+	return t;
+}
+
+void target_free(struct target *t)
+{
+	if (!t)
+		return;
+	free(t->path);
+	free(t->kind);
+	free(t->bus_id);
+}
+
+void holders_scan_free(struct holders_scan *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ntargets; i++)
+		target_free(&s->targets[i]);
+	free(s->targets);
+	for (size_t i = 0; i < s->nholders; i++) {
+		proc_info_free(&s->holders[i].info);
+		for (size_t k = 0; k < s->holders[i].nholds; k++)
+			free(s->holders[i].holds[k].copy_path);
+		free(s->holders[i].holds);
+	}
+	free(s->holders);
+	for (size_t i = 0; i < s->nmounts; i++) {
+		free(s->mounts[i].mount_point);
+		free(s->mounts[i].fstype);
+		free(s->mounts[i].source);
+		free(s->mounts[i].root);
+	}
+	free(s->mounts);
+	for (size_t i = 0; i < s->ndenied; i++) {
+		free(s->denied[i].comm);
+		free(s->denied[i].why);
+	}
+	free(s->denied);
+	for (size_t i = 0; i < s->ntimed_out; i++) {
+		free(s->timed_out[i].comm);
+		free(s->timed_out[i].why);
+	}
+	free(s->timed_out);
+	for (size_t i = 0; i < s->nnotes; i++)
+		free(s->notes[i]);
+	free(s->notes);
+	memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,419 @@
+/* proc: one reader per /proc/PID file, and the facts about one process that gpuwho reports. */
+#include "proc/proc.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PF_KTHREAD 0x00200000  /* include/linux/sched.h */
+
+/* Splits the fields after "PID (comm) " of a stat line: returns a pointer to field 3 (state),
+ * or NULL when the line is malformed. The comm ends at the LAST ')' (names may hold ')'). */
+static char *stat_after_comm(char *buf)
+{
+	char *rp = strrchr(buf, ')');
+	if (!rp || rp[1] != ' ')
+		return NULL;
+	return rp + 2;
+}
+
+/* Parses a /proc/PID/stat (or task/TID/stat) line. Fields numbered as in proc(5). */
+static int parse_stat(char *buf, struct proc_info *p)
+{
+	char *s = stat_after_comm(buf);
+	if (!s)
+		return -EINVAL;
+	/* (3) state (4) ppid (5) pgrp (6) session (7) tty_nr (8) tpgid (9) flags ... (20) num_threads
+	 * (21) itrealvalue (22) starttime */
+	char state;
+	int ppid;
+	unsigned long flags;
+	long nthreads;
+	unsigned long long start;
+	int n = sscanf(s, "%c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d %llu",
+		       &state, &ppid, &flags, &nthreads, &start);
+	if (n != 5)
+		return -EINVAL;
+	p->state = state;
+	p->ppid = ppid;
+	p->kthread = (flags & PF_KTHREAD) != 0;
+	p->nthreads = nthreads > 0 ? (unsigned)nthreads : 0;
+	p->start_ticks = start;
+	return 0;
+}
+
+int proc_read_stat(int piddir, struct proc_info *p)
+{
+	char buf[1024];
+	int fd = openat(piddir, "stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	do
+		n = read(fd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	if (n == 0)
+		return -ESRCH;   /* an exited-and-reaped process reads empty */
+	buf[n] = '\0';
+	return parse_stat(buf, p);
+}
+
+static const char *user_name(uid_t uid, char *tmp, size_t n)
+{
+	/* getpwuid_r may consult NSS (LDAP, sssd): acceptable here, it is called once per holder. */
+	struct passwd pw, *res = NULL;
+	char pwbuf[1024];
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res) {
+		snprintf(tmp, n, "%s", res->pw_name);
+		return tmp;
+	}
+	snprintf(tmp, n, "%u", (unsigned)uid);
+	return tmp;
+}
+
+int proc_read_status(int piddir, struct proc_info *p)
+{
+	char *buf;
+	int r = readfile_at(piddir, "status", &buf, NULL, 64 * 1024);
+	if (r < 0)
+		return r;
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (str_starts(line, "Uid:")) {
+			unsigned long uid;
+			if (sscanf(line + 4, "%lu", &uid) == 1)
+				p->uid = (uid_t)uid;
+		} else if (str_starts(line, "NSpid:")) {
+			char *q = line + 6, *end;
+			p->nnspid = 0;
+			for (;;) {
+				long v = strtol(q, &end, 10);
+				if (end == q || p->nnspid >= PROC_MAX_NS)
+					break;
+				p->nspid[p->nnspid++] = (int)v;
+				q = end;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	char tmp[256];
+	free(p->user);
+	p->user = xstrdup(user_name(p->uid, tmp, sizeof tmp));
+	return 0;
+}
+
+int proc_read_comm(int piddir, struct proc_info *p)
+{
+	char *buf;
+	size_t len;
+	int r = readfile_at(piddir, "comm", &buf, &len, 256);
+	if (r < 0)
+		return r;
+	if (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	free(p->comm);
+	p->comm = buf;
+	return 0;
+}
+
+int proc_read_cmdline(int piddir, struct proc_info *p)
+{
+	char *buf;
+	size_t len;
+	int r = readfile_at(piddir, "cmdline", &buf, &len, 256 * 1024);
+	if (r < 0)
+		return r;
+	while (len && buf[len - 1] == '\0')
+		len--;   /* the kernel NUL-terminates the last argument */
+	free(p->cmdline);
+	p->cmdline = buf;
+	p->cmdline_len = len;
+	return 0;
+}
+
+static bool is_hex_run(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* Finds the first run of exactly 64 hex digits in s (a container id), or NULL. */
+static const char *find_id64(const char *s)
+{
+	for (const char *q = s; *q; q++) {
+		if ((q == s || !isxdigit((unsigned char)q[-1])) && strlen(q) >= 64 && is_hex_run(q, 64) &&
+		    !isxdigit((unsigned char)q[64]))
+			return q;
+	}
+	return NULL;
+}
+
+void container_from_cgroup(const char *path, struct container *c)
+{
+	memset(c, 0, sizeof *c);
+	if (!path)
+		return;
+	const char *id = find_id64(path);
+	const char *pod = strstr(path, "pod");
+	const char *kube = strstr(path, "kubepods");
+	if (kube && pod) {
+		/* kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice/...
+		 * or kubepods/burstable/pod<uid>/<id> (cgroupfs driver). */
+		const char *q = kube;
+		while ((q = strstr(q, "pod")) != NULL) {
+			const char *u = q + 3;
+			size_t n = 0;
+			while (isxdigit((unsigned char)u[n]) || u[n] == '_' || u[n] == '-')
+				n++;
+			if (n == 36) {
+				char *uid = xstrndup(u, n);
+				for (char *x = uid; *x; x++)
+					if (*x == '_')
+						*x = '-';
+				c->pod_uid = uid;
+				break;
+			}
+			q = u;
+		}
+		c->runtime = xstrdup("kubepods");
+	}
+	if (id) {
+		const char *rt = NULL;
+		if (strstr(path, "docker"))
+			rt = "docker";
+		else if (strstr(path, "cri-containerd") || strstr(path, "containerd"))
+			rt = "containerd";
+		else if (strstr(path, "crio"))
+			rt = "cri-o";
+		else if (strstr(path, "libpod"))
+			rt = "podman";
+		if (rt && !c->runtime)
+			c->runtime = xstrdup(rt);
+		else if (!c->runtime)
+			c->runtime = xstrdup("container");
+		c->id = xstrndup(id, 64);
+	} else if (!c->runtime) {
+		const char *l = strstr(path, "lxc.payload.");
+		if (l) {
+			const char *e = strchr(l + 12, '/');
+			c->runtime = xstrdup("lxc");
+			c->id = e ? xstrndup(l + 12, (size_t)(e - l - 12)) : xstrdup(l + 12);
+		}
+	}
+}
+
+int proc_read_cgroup(int piddir, struct proc_info *p)
+{
+	char *buf;
+	int r = readfile_at(piddir, "cgroup", &buf, NULL, 64 * 1024);
+	if (r < 0)
+		return r;
+	/* Lines "hierarchy-ID:controllers:path"; the v2 line is "0::path". Prefer it, else the first. */
+	char *best = NULL;
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (c2 && (!best || str_starts(line, "0::")))
+			best = c2 + 1;
+		if (c2 && str_starts(line, "0::"))
+			break;
+		line = nl ? nl + 1 : NULL;
+	}
+	free(p->cgroup);
+	p->cgroup = best ? xstrdup(best) : NULL;
+	free(buf);
+	proc_container_free(&p->container);
+	container_from_cgroup(p->cgroup, &p->container);
+	return 0;
+}
+
+int proc_read_threads(int piddir, struct proc_info *p)
+{
+	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return -errno;
+	DIR *d = fdopendir(tfd);
+	if (!d) {
+		close(tfd);
+		return -errno;
+	}
+	unsigned counts[128] = {0};
+	unsigned total = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long tid;
+		if (!parse_uint(de->d_name, &tid) || (int)tid == p->pid)
+			continue;
+		char path[300], buf[1024];
+		snprintf(path, sizeof path, "%s/stat", de->d_name);
+		int fd = openat(tfd, path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;   /* the thread exited meanwhile */
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		char *s = stat_after_comm(buf);
+		if (s && (unsigned char)s[0] < 128) {
+			counts[(unsigned char)s[0]]++;
+			total++;
+		}
+	}
+	closedir(d);
+	bool differ = false;
+	for (int c = 0; c < 128; c++)
+		if (counts[c] && c != p->state)
+			differ = true;
+	free(p->thread_states);
+	p->thread_states = NULL;
+	if (!differ || !total)
+		return 0;
+	char out[256];
+	int k = snprintf(out, sizeof out, "leader %c", p->state ? p->state : '?');
+	for (int c = 0; c < 128 && k < (int)sizeof out - 16; c++)
+		if (counts[c])
+			k += snprintf(out + k, sizeof out - (size_t)k, ", %u %c", counts[c], c);
+	p->thread_states = xstrdup(out);
+	return 0;
+}
+
+static void note_missing(struct proc_info *p, const char *what, int err)
+{
+	char *m = p->missing ? xasprintf("%s; %s (%s)", p->missing, what, strerror(-err))
+			     : xasprintf("%s (%s)", what, strerror(-err));
+	free(p->missing);
+	p->missing = m;
+}
+
+/* Reads task/TID/cmdline of the first thread other than the leader. */
+static void cmdline_from_thread(int piddir, struct proc_info *p)
+{
+	DIR *d = NULL;
+	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0 || !(d = fdopendir(tfd))) {
+		if (tfd >= 0)
+			close(tfd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long tid;
+		if (!parse_uint(de->d_name, &tid) || (int)tid == p->pid)
+			continue;
+		int t = openat(tfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (t < 0)
+			continue;
+		int r = proc_read_cmdline(t, p);
+		close(t);
+		if (r == 0 && p->cmdline_len)
+			break;
+	}
+	closedir(d);
+}
+
+static double boot_time_cached = -1;
+
+double proc_boot_time(int procfd)
+{
+	if (boot_time_cached >= 0)
+		return boot_time_cached;
+	char *buf;
+	double bt = 0;
+	if (readfile_at(procfd, "stat", &buf, NULL, 0) == 0) {
+		char *q = strstr(buf, "\nbtime ");
+		if (q)
+			bt = strtod(q + 7, NULL);
+		free(buf);
+	}
+	boot_time_cached = bt;
+	return bt;
+}
+
+int proc_read_info(int procfd, int pid, struct proc_info *p)
+{
+	char name[32];
+	snprintf(name, sizeof name, "%d", pid);
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	int r = proc_read_stat(dfd, p);
+	if (r < 0) {
+		close(dfd);
+		return r == -ENOENT ? -ESRCH : r;
+	}
+	static long hz;
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	double bt = proc_boot_time(procfd);
+	if (bt > 0 && hz > 0)
+		p->start_time = bt + (double)p->start_ticks / (double)hz;
+	if ((r = proc_read_status(dfd, p)) < 0)
+		note_missing(p, "status", r);
+	if ((r = proc_read_comm(dfd, p)) < 0)
+		note_missing(p, "comm", r);
+	if ((r = proc_read_cmdline(dfd, p)) < 0)
+		note_missing(p, "cmdline", r);
+	else if (p->cmdline_len == 0 && p->state == 'Z' && p->nthreads > 1)
+		cmdline_from_thread(dfd, p);   /* an exited leader has no mm; its live threads do */
+	if ((r = proc_read_cgroup(dfd, p)) < 0)
+		note_missing(p, "cgroup", r);
+	if (p->nthreads > 1 && (r = proc_read_threads(dfd, p)) < 0)
+		note_missing(p, "threads", r);
+	close(dfd);
+	return 0;
+}
+
+void proc_container_free(struct container *c)
+{
+	free(c->runtime);
+	free(c->id);
+	free(c->pod_uid);
+	memset(c, 0, sizeof *c);
+}
+
+void proc_info_free(struct proc_info *p)
+{
+	if (!p)
+		return;
+	free(p->thread_states);
+	free(p->user);
+	free(p->comm);
+	free(p->cmdline);
+	free(p->cgroup);
+	free(p->missing);
+	proc_container_free(&p->container);
+	memset(p, 0, sizeof *p);
+}
+
+char *proc_cmdline_joined(const struct proc_info *p)
+{
+	if (!p->cmdline || p->cmdline_len == 0)
+		return xasprintf("[%s]", p->comm ? p->comm : "?");
+	char *s = xstrndup(p->cmdline, p->cmdline_len);
+	for (size_t i = 0; i < p->cmdline_len; i++)
+		if (s[i] == '\0')
+			s[i] = ' ';
+	return s;
+}

@@ -1,0 +1,406 @@
+/* render: turns collected data into text for a person or JSON for a script. Decides nothing. */
+#include "render.h"
+#include "escape.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_YEL "\033[33m"
+#define C_DIM "\033[2m"
+#define C_OFF "\033[0m"
+
+static const char *col(const struct render_opts *o, const char *c)
+{
+	return o->color ? c : "";
+}
+
+const char *render_target_short(const struct target *t)
+{
+	if (str_starts(t->path, "/dev/"))
+		return t->path + 5;
+	return t->path;
+}
+
+/* "fd", "fd+mmap", "thread", "copy" ... for one hold. */
+static void means_str(const struct hold *h, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s%s%s%s", h->means & HOLD_FD ? "fd" : "",
+		 (h->means & HOLD_FD) && (h->means & HOLD_MMAP) ? "+" : "", h->means & HOLD_MMAP ? "mmap" : "",
+		 h->means & HOLD_THREAD ? " via-thread" : "", h->means & HOLD_COPY ? " via-copy" : "",
+		 "");
+}
+
+static char *fmt_time(double t)
+{
+	if (t <= 0)
+		return xstrdup("?");
+	time_t tt = (time_t)t;
+	struct tm tm;
+	localtime_r(&tt, &tm);
+	char buf[64];
+	strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+	return xstrdup(buf);
+}
+
+static char *container_str(const struct container *c)
+{
+	if (!c->runtime)
+		return xstrdup("-");
+	if (c->pod_uid && c->id)
+		return xasprintf("k8s pod %.8s %.12s", c->pod_uid, c->id);
+	if (c->pod_uid)
+		return xasprintf("k8s pod %.8s", c->pod_uid);
+	if (c->id)
+		return xasprintf("%s %.12s", c->runtime, c->id);
+	return xstrdup(c->runtime);
+}
+
+static char *state_str(const struct proc_info *p)
+{
+	/* ps-like: 'l' when multi-threaded. */
+	return xasprintf("%c%s", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "");
+}
+
+/* The HOLDS cell: "nvidia0 nvidiactl nvidia-uvm (fd+mmap)" with unusual means spelled out. */
+static char *holds_cell(const struct holders_scan *s, const struct holder *h)
+{
+	char *out = xstrdup("");
+	unsigned all = 0;
+	for (size_t i = 0; i < h->nholds; i++) {
+		char *n = xasprintf("%s%s%s", out, i ? " " : "", render_target_short(&s->targets[h->holds[i].target]));
+		free(out);
+		out = n;
+		all |= h->holds[i].means;
+	}
+	struct hold u = {.means = all};
+	char m[64];
+	means_str(&u, m, sizeof m);
+	char *n = xasprintf("%s (%s)", out, m);
+	free(out);
+	return n;
+}
+
+static void print_fit(FILE *f, const char *s, int width, int used)
+{
+	if (width > 0 && used + (int)strlen(s) > width && width - used > 4)
+		fprintf(f, "%.*s…\n", width - used - 1, s);
+	else
+		fprintf(f, "%s\n", s);
+}
+
+static void print_holder_detail(FILE *f, const struct holders_scan *s, const struct holder *h,
+				const struct render_opts *o)
+{
+	const struct proc_info *p = &h->info;
+	char *comm = escape_term(p->comm ? p->comm : "?", p->comm ? strlen(p->comm) : 1);
+	char *cmd = proc_cmdline_joined(p);
+	char *ecmd = escape_term(cmd, strlen(cmd));
+	char *start = fmt_time(p->start_time);
+	char *cont = container_str(&p->container);
+	fprintf(f, "%sPID %d%s  %s  user %s  state %c%s  ppid %d  started %s\n", col(o, C_BOLD), p->pid, col(o, C_OFF),
+		comm, p->user ? p->user : "?", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "", p->ppid, start);
+	if (p->nnspid > 1) {
+		fprintf(f, "  pid in each namespace:");
+		for (unsigned i = 0; i < p->nnspid; i++)
+			fprintf(f, " %d", p->nspid[i]);
+		fprintf(f, " (outermost first)\n");
+	}
+	if (p->thread_states)
+		fprintf(f, "  threads: %u (%s)\n", p->nthreads, p->thread_states);
+	if (p->cgroup) {
+		char *cg = escape_term(p->cgroup, strlen(p->cgroup));
+		fprintf(f, "  cgroup: %s%s%s\n", cg, p->container.runtime ? "  container: " : "",
+			p->container.runtime ? cont : "");
+		free(cg);
+	}
+	fprintf(f, "  command: %s\n", ecmd);
+	for (size_t i = 0; i < h->nholds; i++) {
+		const struct hold *d = &h->holds[i];
+		const struct target *t = &s->targets[d->target];
+		fprintf(f, "  holds %s:", t->path);
+		if (d->nfd)
+			fprintf(f, " %u fd%s (%s%s)", d->nfd, d->nfd > 1 ? "s" : "", d->read ? "r" : "", d->write ? "w" : "");
+		if (d->nmap)
+			fprintf(f, "%s %u mapping%s", d->nfd ? "," : "", d->nmap, d->nmap > 1 ? "s" : "");
+		if (d->means & HOLD_THREAD)
+			fprintf(f, "; %sonly through thread %d: the group leader has exited%s", col(o, C_YEL), d->via_tid,
+				col(o, C_OFF));
+		if (d->means & HOLD_COPY) {
+			char *cp = escape_term(d->copy_path ? d->copy_path : "?", d->copy_path ? strlen(d->copy_path) : 1);
+			fprintf(f, "; %sthrough %s, another node with the same device number%s", col(o, C_YEL), cp,
+				col(o, C_OFF));
+			free(cp);
+		}
+		fputc('\n', f);
+	}
+	if (p->missing)
+		fprintf(f, "  could not read: %s\n", p->missing);
+	free(comm);
+	free(cmd);
+	free(ecmd);
+	free(start);
+	free(cont);
+}
+
+static void print_unseen(FILE *f, const char *head, const struct unseen *u, size_t n)
+{
+	fprintf(f, "%s", head);
+	for (size_t i = 0; i < n && i < 20; i++) {
+		char *c = u[i].comm ? escape_term(u[i].comm, strlen(u[i].comm)) : xstrdup("?");
+		fprintf(f, "%s%d (%s)", i ? ", " : " ", u[i].pid, c);
+		free(c);
+	}
+	fprintf(f, "%s\n", n > 20 ? ", …" : "");
+}
+
+void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o)
+{
+	if (s->ntargets == 0) {
+		fprintf(f, "No NVIDIA device nodes to examine.\n");
+	} else if (s->nholders == 0) {
+		fprintf(f, "No process holds ");
+		if (s->ntargets == 1)
+			fprintf(f, "%s", s->targets[0].path);
+		else
+			fprintf(f, "any of the %zu target files", s->ntargets);
+		fprintf(f, " (%u processes scanned).\n", s->nscanned);
+	} else {
+		/* Column widths from the content. */
+		int wpid = 3, wppid = 4, wuser = 4, wcont = 9, wholds = 5;
+		char **holds = xcalloc(s->nholders, sizeof *holds), **conts = xcalloc(s->nholders, sizeof *conts);
+		bool any_cont = false;
+		for (size_t i = 0; i < s->nholders; i++) {
+			const struct proc_info *p = &s->holders[i].info;
+			char tmp[32];
+			int l = snprintf(tmp, sizeof tmp, "%d", p->pid);
+			if (l > wpid)
+				wpid = l;
+			l = snprintf(tmp, sizeof tmp, "%d", p->ppid);
+			if (l > wppid)
+				wppid = l;
+			if (p->user && (int)strlen(p->user) > wuser)
+				wuser = (int)strlen(p->user);
+			holds[i] = holds_cell(s, &s->holders[i]);
+			if ((int)strlen(holds[i]) > wholds)
+				wholds = (int)strlen(holds[i]);
+			conts[i] = container_str(&p->container);
+			if (p->container.runtime)
+				any_cont = true;
+			if ((int)strlen(conts[i]) > wcont)
+				wcont = (int)strlen(conts[i]);
+		}
+		if (wuser > 12)
+			wuser = 12;
+		int used = fprintf(f, "%s%-*s %-*s %-*s %-5s %-*s ", col(o, C_BOLD), wpid, "PID", wppid, "PPID", wuser,
+				   "USER", "STATE", wholds, "HOLDS (how)") - (o->color ? 4 : 0);
+		if (any_cont)
+			used += fprintf(f, "%-*s ", wcont, "CONTAINER");
+		fprintf(f, "COMMAND%s\n", col(o, C_OFF));
+		for (size_t i = 0; i < s->nholders; i++) {
+			const struct proc_info *p = &s->holders[i].info;
+			char *st = state_str(p);
+			bool odd = p->state == 'Z' || p->state == 'D' || p->state == 'T' || p->state == 't';
+			char *cmd = proc_cmdline_joined(p);
+			char *ecmd = escape_term(cmd, strlen(cmd));
+			used = fprintf(f, "%-*d %-*d %-*.*s %s%-5s%s %-*s ", wpid, p->pid, wppid, p->ppid, wuser, wuser,
+				       p->user ? p->user : "?", odd ? col(o, C_RED) : "", st, odd ? col(o, C_OFF) : "",
+				       wholds, holds[i]) - (odd && o->color ? 9 : 0);
+			if (any_cont)
+				used += fprintf(f, "%-*s ", wcont, conts[i]);
+			print_fit(f, ecmd, o->width, used);
+			free(st);
+			free(cmd);
+			free(ecmd);
+			free(holds[i]);
+			free(conts[i]);
+		}
+		free(holds);
+		free(conts);
+		/* Spell out what fuser and lsof would not show. */
+		for (size_t i = 0; i < s->nholders; i++) {
+			const struct holder *h = &s->holders[i];
+			for (size_t k = 0; k < h->nholds; k++) {
+				const struct hold *d = &h->holds[k];
+				const char *tp = s->targets[d->target].path;
+				if (d->means & HOLD_THREAD)
+					fprintf(f, "%s! PID %d holds %s only through its live thread %d: the thread-group leader "
+						   "has exited (<defunct> in ps), so fuser and lsof do not list it.%s\n",
+						col(o, C_YEL), h->info.pid, tp, d->via_tid, col(o, C_OFF));
+				if (d->means & HOLD_COPY) {
+					char *cp = escape_term(d->copy_path ? d->copy_path : "?",
+							       d->copy_path ? strlen(d->copy_path) : 1);
+					fprintf(f, "%s! PID %d holds %s through %s, another device node with the same "
+						   "major:minor (%u:%u); fuser and lsof match by inode and miss it.%s\n",
+						col(o, C_YEL), h->info.pid, tp, cp, major(s->targets[d->target].rdev),
+						minor(s->targets[d->target].rdev), col(o, C_OFF));
+					free(cp);
+				}
+				if (d->means == HOLD_MMAP)
+					fprintf(f, "  PID %d holds %s by a memory mapping only (its fd was closed).\n",
+						h->info.pid, tp);
+			}
+		}
+		if (o->verbose)
+			for (size_t i = 0; i < s->nholders; i++) {
+				fputc('\n', f);
+				print_holder_detail(f, s, &s->holders[i], o);
+			}
+	}
+	for (size_t i = 0; i < s->nmounts; i++) {
+		const struct mount_hit *m = &s->mounts[i];
+		char *mp = escape_term(m->mount_point, strlen(m->mount_point));
+		char *rt = escape_term(m->root, strlen(m->root));
+		fprintf(f, "%s%s is a mount point (bind mount of %s:%s) — NOT a holder.%s fuser prints this as \"kernel "
+			   "mount\": the node was bind-mounted here, as container runtimes do with GPU devices; it holds no "
+			   "GPU memory and no process needs to be killed for it.\n",
+			col(o, C_DIM), mp, m->fstype, rt, col(o, C_OFF));
+		free(mp);
+		free(rt);
+	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (!s->targets[i].ok)
+			fprintf(f, "cannot examine %s: %s\n", s->targets[i].path, strerror(s->targets[i].err));
+	if (s->ndenied) {
+		char head[160];
+		snprintf(head, sizeof head, "%zu process%s could not be inspected (permission denied); run as root to see "
+			 "them:", s->ndenied, s->ndenied == 1 ? "" : "es");
+		print_unseen(f, head, s->denied, s->ndenied);
+	}
+	for (size_t i = 0; i < s->ntimed_out; i++) {
+		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
+					      : xstrdup("?");
+		fprintf(f, "%sskipped PID %d (%s): %s%s\n", col(o, C_YEL), s->timed_out[i].pid, c, s->timed_out[i].why,
+			col(o, C_OFF));
+		free(c);
+	}
+	for (size_t i = 0; i < s->nnotes; i++)
+		fprintf(f, "note: %s\n", s->notes[i]);
+}
+
+json_t *render_json_bytes(const char *s, size_t len)
+{
+	char *u = escape_utf8(s ? s : "", s ? len : 0);
+	json_t *j = json_string(u);
+	free(u);
+	return j ? j : json_string("");
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? render_json_bytes(s, strlen(s)) : json_null();
+}
+
+static json_t *devnum(dev_t d)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%u:%u", major(d), minor(d));
+	return json_string(buf);
+}
+
+static json_t *unseen_json(const struct unseen *u, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:i, s:o, s:o}", "pid", u[i].pid, "comm", jstr(u[i].comm), "why",
+						   jstr(u[i].why)));
+	return a;
+}
+
+static json_t *proc_json(const struct proc_info *p)
+{
+	json_t *ns = json_array();
+	for (unsigned i = 0; i < p->nnspid; i++)
+		json_array_append_new(ns, json_integer(p->nspid[i]));
+	json_t *argv = json_array();
+	for (size_t i = 0; p->cmdline && i < p->cmdline_len;) {
+		size_t l = strnlen(p->cmdline + i, p->cmdline_len - i);
+		json_array_append_new(argv, render_json_bytes(p->cmdline + i, l));
+		i += l + 1;
+	}
+	json_t *cont = json_null();
+	if (p->container.runtime)
+		cont = json_pack("{s:o, s:o, s:o}", "runtime", jstr(p->container.runtime), "id", jstr(p->container.id),
+				 "pod_uid", jstr(p->container.pod_uid));
+	char st[2] = {p->state ? p->state : '?', 0};
+	return json_pack("{s:i, s:o, s:i, s:i, s:o, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "pid", p->pid,
+			 "nspid", ns, "ppid", p->ppid, "uid", (int)p->uid, "user", jstr(p->user), "state", st, "threads",
+			 (int)p->nthreads, "thread_states", jstr(p->thread_states), "comm", jstr(p->comm), "cmdline", argv,
+			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", jstr(p->cgroup),
+			 "container", cont, "missing", jstr(p->missing));
+}
+
+json_t *render_holders_json(const struct holders_scan *s)
+{
+	json_t *targets = json_array();
+	for (size_t i = 0; i < s->ntargets; i++) {
+		const struct target *t = &s->targets[i];
+		json_t *o = json_pack("{s:o, s:s, s:b}", "path", jstr(t->path), "kind", t->kind, "ok", t->ok);
+		if (t->gpu_minor >= 0)
+			json_object_set_new(o, "gpu_minor", json_integer(t->gpu_minor));
+		if (t->bus_id)
+			json_object_set_new(o, "bus_id", jstr(t->bus_id));
+		if (t->ok) {
+			json_object_set_new(o, "dev", devnum(t->dev));
+			json_object_set_new(o, "ino", json_integer((json_int_t)t->ino));
+			if (t->chr)
+				json_object_set_new(o, "rdev", devnum(t->rdev));
+		} else {
+			json_object_set_new(o, "error", json_string(strerror(t->err)));
+		}
+		json_array_append_new(targets, o);
+	}
+	json_t *holders = json_array();
+	for (size_t i = 0; i < s->nholders; i++) {
+		const struct holder *h = &s->holders[i];
+		json_t *o = proc_json(&h->info);
+		json_t *hs = json_array();
+		for (size_t k = 0; k < h->nholds; k++) {
+			const struct hold *d = &h->holds[k];
+			json_t *how = json_array();
+			if (d->means & HOLD_FD)
+				json_array_append_new(how, json_string("fd"));
+			if (d->means & HOLD_MMAP)
+				json_array_append_new(how, json_string("mmap"));
+			if (d->means & HOLD_THREAD)
+				json_array_append_new(how, json_string("thread"));
+			if (d->means & HOLD_COPY)
+				json_array_append_new(how, json_string("copy"));
+			char acc[3] = {0};
+			int a = 0;
+			if (d->read)
+				acc[a++] = 'r';
+			if (d->write)
+				acc[a++] = 'w';
+			json_t *ho = json_pack("{s:i, s:o, s:o, s:i, s:i, s:s}", "target", (int)d->target, "path",
+					       jstr(s->targets[d->target].path), "how", how, "fds", (int)d->nfd, "maps",
+					       (int)d->nmap, "access", acc);
+			if (d->via_tid)
+				json_object_set_new(ho, "via_tid", json_integer(d->via_tid));
+			if (d->copy_path)
+				json_object_set_new(ho, "copy_path", jstr(d->copy_path));
+			json_array_append_new(hs, ho);
+		}
+		json_object_set_new(o, "holds", hs);
+		json_array_append_new(holders, o);
+	}
+	json_t *mounts = json_array();
+	for (size_t i = 0; i < s->nmounts; i++) {
+		const struct mount_hit *m = &s->mounts[i];
+		json_array_append_new(mounts, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:b}", "target", (int)m->target,
+							"mount_point", jstr(m->mount_point), "fstype", jstr(m->fstype),
+							"source", jstr(m->source), "root", jstr(m->root), "path",
+							jstr(s->targets[m->target].path), "holder", 0));
+	}
+	json_t *notes = json_array();
+	for (size_t i = 0; i < s->nnotes; i++)
+		json_array_append_new(notes, jstr(s->notes[i]));
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:o}", "schema_version", 1, "targets", targets,
+			 "holders", holders, "mounts", mounts, "not_inspected", unseen_json(s->denied, s->ndenied),
+			 "timed_out", unseen_json(s->timed_out, s->ntimed_out), "scanned", (int)s->nscanned, "vanished",
+			 (int)s->nvanished, "notes", notes);
+}

@@ -1,0 +1,30 @@
+/* render: turns collected data into text for a person or JSON for a script. Decides nothing. */
+#ifndef GPUWHO_RENDER_H
+#define GPUWHO_RENDER_H
+
+#include "proc/holders.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+struct render_opts {
+	bool color;      /* ANSI colour */
+	bool verbose;    /* a detailed block per holder */
+	int width;       /* terminal columns to fit lines to; 0: no limit */
+};
+
+/* Prints the holders table, the mount points that are not holders, and what could not be seen. */
+void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o);
+
+/* Returns the holders scan as a new JSON object (docs/json.md, "holders"); never NULL. */
+json_t *render_holders_json(const struct holders_scan *s);
+
+/* A JSON string of raw process-controlled bytes: invalid UTF-8 becomes \xNN text. Never NULL. */
+json_t *render_json_bytes(const char *s, size_t len);
+
+/* The short name of a target for tables: "nvidia0", "nvidiactl", "nvidia-caps/nvidia-cap1", or
+ * the path for other files. Points into t->path. */
+const char *render_target_short(const struct target *t);
+
+#endif

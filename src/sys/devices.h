@@ -1,0 +1,23 @@
+/* devices: discovers the NVIDIA device nodes of this host (/proc/devices majors, /dev, and
+ * /proc/driver/nvidia/gpus/BUS/information for minor <-> PCI bus id). */
+#ifndef GPUWHO_SYS_DEVICES_H
+#define GPUWHO_SYS_DEVICES_H
+
+#include "proc/holders.h"
+
+#include <stddef.h>
+
+/* Finds every NVIDIA device node under dev_root ("/dev") using proc_root ("/proc"): GPUs
+ * /dev/nvidiaN, nvidiactl, nvidia-modeset, nvidia-uvm, nvidia-uvm-tools, the nodes in nvidia-caps/, and any
+ * other character device whose major /proc/devices names as nvidia's. Returns a malloc'ed array
+ * (sorted: GPUs by minor, then the rest by path) and its length in *n; *n is 0 when none is found,
+ * and *note then says why (malloc'ed, or NULL). Never fails otherwise. */
+struct target *devices_discover(const char *proc_root, const char *dev_root, size_t *n, char **note);
+
+/* Classifies a device node by its name and major:minor (pure): "gpu" (and *gpu_minor), "ctl",
+ * "modeset", "uvm", "uvm-tools", "caps", "nvidia" (some other nvidia node), or NULL when not
+ * NVIDIA's. majors: the nvidia majors from /proc/devices (may be empty). */
+const char *devices_classify(const char *name, unsigned major, unsigned minor, const unsigned *majors,
+			     size_t nmajors, int *gpu_minor);
+
+#endif
