@@ -155,7 +155,9 @@ static void print_unseen(FILE *f, const char *head, const struct unseen *u, size
 		fprintf(f, "%s%d (%s)", i ? ", " : " ", u[i].pid, c);
 		free(c);
 	}
-	fprintf(f, "%s\n", n > 20 ? ", …" : "");
+	if (n > 20)
+		fprintf(f, " and %zu more (--json lists them all)", n - 20);
+	fputc('\n', f);
 }
 
 void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o)

@@ -42,7 +42,8 @@ teardown() {
 	local p
 	for p in ${SPAWNED:-}; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	[ -n "${TMP:-}" ] && { umount -R "$TMP" 2>/dev/null; rm -rf "$TMP"; }
+	# Whatever a test started that mentions its folder (forked children, churn) goes too.
+	[ -n "${TMP:-}" ] && { pkill -9 -f -- "$TMP" 2>/dev/null; umount -R "$TMP" 2>/dev/null; rm -rf "$TMP"; }
 	return 0
 }
 
