@@ -382,7 +382,7 @@ static void render_text(const struct launch *l, const struct plan_result *r, con
 	for (size_t i = 0; i < r->nhost; i++) {
 		const struct plan_host_item *it = &r->host[i];
 		if (it->message)
-			put_line(2, "%s%s", it->verdict == PLAN_NO_FIT ? "" : "", it->message);
+			put_line(2, "%s", it->message);
 	}
 	put_line(2, "%s", r->host_message);
 	if (r->has_host_avail)
@@ -551,7 +551,7 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 	json_array_extend(notes, rn);
 	json_decref(rn);
 	json_object_set_new(root, "notes", notes);
-	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	if (s)
 		puts(s);
 	free(s);
