@@ -4,5 +4,6 @@
 #define GPUWHO_CMD_H
 
 int cmd_holders(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif

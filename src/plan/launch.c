@@ -1,0 +1,583 @@
+/* launch: parse an SGLang or vLLM launch command line (without running it) into the facts that
+ * decide its memory use: parallelism, memory fraction, KV dtype, host-memory flags. */
+#include "plan/launch.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SG = 1, VL = 2, BOTH = 3 };
+
+/* How a flag's value is read. */
+enum fkind {
+	F_STR,      /* any text */
+	F_INT,      /* a whole number within the field's range */
+	F_LEN,      /* a token count; vLLM also takes 32k (×1000) and 32K (×1024) */
+	F_FRAC,     /* a fraction in (0, 1] */
+	F_SIZE,     /* a non-negative amount (GB or GiB, see the field) */
+	F_RATIO,    /* a positive ratio */
+	F_BOOL,     /* no value; --no-NAME clears it (vLLM's BooleanOptionalAction) */
+	F_SKIP,     /* known, irrelevant to memory, takes a value */
+	F_SKIPB,    /* known, irrelevant to memory, takes no value */
+};
+
+enum field {
+	X_NONE, X_MODEL, X_REVISION, X_TP, X_DP, X_PP, X_EP, X_NNODES, X_DP_LOCAL, X_DP_ATTN, X_EXPERT_PAR,
+	X_BASE_GPU, X_GPU_STEP, X_MEMFRAC, X_KV_DTYPE, X_DTYPE, X_PAGE, X_CTX, X_MAXRUN, X_HICACHE,
+	X_HICACHE_SIZE, X_HICACHE_RATIO, X_SWAP, X_CPU_OFFLOAD, X_KV_OFFLOAD, X_SPEC, X_QUANT,
+};
+
+struct flagdef {
+	const char *name;
+	unsigned engines;
+	enum fkind kind;
+	enum field field;
+};
+
+/* Names from `python -m sglang.launch_server --help` (server_args.py) and `vllm serve --help`
+ * (engine/arg_utils.py). Aliases are separate rows. */
+static const struct flagdef flags[] = {
+	{"--model-path", SG, F_STR, X_MODEL},
+	{"--model", BOTH, F_STR, X_MODEL},
+	{"--revision", BOTH, F_STR, X_REVISION},
+	{"--tp-size", SG, F_INT, X_TP},
+	{"--tp", SG, F_INT, X_TP},
+	{"--tensor-parallel-size", BOTH, F_INT, X_TP},
+	{"-tp", VL, F_INT, X_TP},
+	{"--dp-size", SG, F_INT, X_DP},
+	{"--dp", SG, F_INT, X_DP},
+	{"--data-parallel-size", BOTH, F_INT, X_DP},
+	{"-dp", VL, F_INT, X_DP},
+	{"--pp-size", SG, F_INT, X_PP},
+	{"--pp", SG, F_INT, X_PP},
+	{"--pipeline-parallel-size", BOTH, F_INT, X_PP},
+	{"-pp", VL, F_INT, X_PP},
+	{"--ep-size", SG, F_INT, X_EP},
+	{"--ep", SG, F_INT, X_EP},
+	{"--expert-parallel-size", SG, F_INT, X_EP},
+	{"--nnodes", SG, F_INT, X_NNODES},
+	{"--data-parallel-size-local", VL, F_INT, X_DP_LOCAL},
+	{"-dpl", VL, F_INT, X_DP_LOCAL},
+	{"--enable-dp-attention", SG, F_BOOL, X_DP_ATTN},
+	{"--enable-expert-parallel", VL, F_BOOL, X_EXPERT_PAR},
+	{"--base-gpu-id", SG, F_INT, X_BASE_GPU},
+	{"--gpu-id-step", SG, F_INT, X_GPU_STEP},
+	{"--mem-fraction-static", SG, F_FRAC, X_MEMFRAC},
+	{"--gpu-memory-utilization", VL, F_FRAC, X_MEMFRAC},
+	{"--kv-cache-dtype", BOTH, F_STR, X_KV_DTYPE},
+	{"--dtype", BOTH, F_STR, X_DTYPE},
+	{"--page-size", SG, F_INT, X_PAGE},
+	{"--block-size", VL, F_INT, X_PAGE},
+	{"--context-length", SG, F_LEN, X_CTX},
+	{"--max-model-len", VL, F_LEN, X_CTX},
+	{"--max-running-requests", SG, F_INT, X_MAXRUN},
+	{"--max-num-seqs", VL, F_INT, X_MAXRUN},
+	{"--enable-hierarchical-cache", SG, F_BOOL, X_HICACHE},
+	{"--hicache-size", SG, F_SIZE, X_HICACHE_SIZE},
+	{"--hicache-ratio", SG, F_RATIO, X_HICACHE_RATIO},
+	{"--swap-space", VL, F_SIZE, X_SWAP},
+	{"--cpu-offload-gb", BOTH, F_SIZE, X_CPU_OFFLOAD},
+	{"--kv-offloading-size", VL, F_SIZE, X_KV_OFFLOAD},
+	{"--speculative-algorithm", SG, F_STR, X_SPEC},
+	{"--speculative-draft-model-path", SG, F_STR, X_SPEC},
+	{"--speculative-config", VL, F_STR, X_SPEC},
+	{"--speculative-model", VL, F_STR, X_SPEC},
+	{"--quantization", BOTH, F_STR, X_QUANT},
+	{"-q", VL, F_STR, X_QUANT},
+	/* Known and irrelevant to memory: accepted silently so the notes stay about what matters. */
+	{"--host", BOTH, F_SKIP, X_NONE},
+	{"--port", BOTH, F_SKIP, X_NONE},
+	{"--served-model-name", BOTH, F_SKIP, X_NONE},
+	{"--tokenizer", VL, F_SKIP, X_NONE},
+	{"--tokenizer-path", SG, F_SKIP, X_NONE},
+	{"--tokenizer-mode", BOTH, F_SKIP, X_NONE},
+	{"--chat-template", BOTH, F_SKIP, X_NONE},
+	{"--api-key", BOTH, F_SKIP, X_NONE},
+	{"--log-level", SG, F_SKIP, X_NONE},
+	{"--uvicorn-log-level", VL, F_SKIP, X_NONE},
+	{"--reasoning-parser", BOTH, F_SKIP, X_NONE},
+	{"--tool-call-parser", BOTH, F_SKIP, X_NONE},
+	{"--load-format", BOTH, F_SKIP, X_NONE},
+	{"--download-dir", BOTH, F_SKIP, X_NONE},
+	{"--attention-backend", SG, F_SKIP, X_NONE},
+	{"--chunked-prefill-size", SG, F_SKIP, X_NONE},
+	{"--max-prefill-tokens", SG, F_SKIP, X_NONE},
+	{"--max-num-batched-tokens", VL, F_SKIP, X_NONE},
+	{"--cuda-graph-max-bs", SG, F_SKIP, X_NONE},
+	{"--seed", BOTH, F_SKIP, X_NONE},
+	{"--dist-init-addr", SG, F_SKIP, X_NONE},
+	{"--node-rank", SG, F_SKIP, X_NONE},
+	{"--hicache-write-policy", SG, F_SKIP, X_NONE},
+	{"--hicache-io-backend", SG, F_SKIP, X_NONE},
+	{"--hicache-mem-layout", SG, F_SKIP, X_NONE},
+	{"--hicache-storage-backend", SG, F_SKIP, X_NONE},
+	{"--kv-offloading-backend", VL, F_SKIP, X_NONE},
+	{"--schedule-policy", SG, F_SKIP, X_NONE},
+	{"--trust-remote-code", BOTH, F_SKIPB, X_NONE},
+	{"--enforce-eager", VL, F_SKIPB, X_NONE},
+	{"--disable-cuda-graph", SG, F_SKIPB, X_NONE},
+	{"--disable-radix-cache", SG, F_SKIPB, X_NONE},
+	{"--enable-prefix-caching", VL, F_SKIPB, X_NONE},
+	{"--no-enable-prefix-caching", VL, F_SKIPB, X_NONE},
+	{"--enable-chunked-prefill", VL, F_SKIPB, X_NONE},
+	{"--disable-log-requests", VL, F_SKIPB, X_NONE},
+	{"--disable-log-stats", VL, F_SKIPB, X_NONE},
+	{"--enable-metrics", SG, F_SKIPB, X_NONE},
+	{"--skip-tokenizer-init", BOTH, F_SKIPB, X_NONE},
+	{"--enable-torch-compile", SG, F_SKIPB, X_NONE},
+	{"--enable-mixed-chunk", SG, F_SKIPB, X_NONE},
+	{"--disable-custom-all-reduce", BOTH, F_SKIPB, X_NONE},
+	{"--enable-auto-tool-choice", VL, F_SKIPB, X_NONE},
+	{"--enable-lora", BOTH, F_SKIPB, X_NONE},
+	{"--disable-hybrid-kv-cache-manager", VL, F_SKIPB, X_NONE},
+	{"--enable-cache-report", SG, F_SKIPB, X_NONE},
+	{"--enable-p2p-check", SG, F_SKIPB, X_NONE},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+/* Values above these are absurd, not merely large: refusing them keeps the arithmetic finite. */
+#define MAX_PARALLEL 65536
+#define MAX_SIZE 1e6          /* GB or GiB per rank/GPU: a petabyte */
+#define MAX_RATIO 1e4
+#define MAX_TOKENS 1000000000L
+
+const char *launch_engine_name(enum launch_engine e)
+{
+	return e == LAUNCH_SGLANG ? "SGLang" : e == LAUNCH_VLLM ? "vLLM" : "unknown";
+}
+
+static int fail(struct launch *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct launch *l, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(l->error);
+	if (vasprintf(&l->error, fmt, ap) < 0)
+		l->error = NULL;
+	va_end(ap);
+	if (!l->error)
+		l->error = xstrdup("out of memory");
+	return -EINVAL;
+}
+
+static void add_str(char ***arr, size_t *n, const char *s)
+{
+	*arr = xrealloc(*arr, (*n + 1) * sizeof **arr);
+	(*arr)[(*n)++] = xstrdup(s);
+}
+
+static void note(struct launch *l, const char *s)
+{
+	for (size_t i = 0; i < l->nnotes; i++)
+		if (!strcmp(l->notes[i], s))
+			return;
+	add_str(&l->notes, &l->nnotes, s);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* strtod without its surprises: no hex, no inf/nan, no leading space, the whole string. */
+static bool parse_number(const char *s, double *out)
+{
+	if (!s || !*s || isspace((unsigned char)*s))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!strchr("0123456789+-.eE", *p))
+			return false;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (*end || !isfinite(v) || errno == ERANGE)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int read_int(struct launch *l, const char *flag, const char *v, long min, long max, long *out)
+{
+	double d;
+	if (!parse_number(v, &d) || d != floor(d))
+		return fail(l, "%s %s: not a whole number", flag, v);
+	if (d < (double)min || d > (double)max)
+		return fail(l, "%s %s: out of range (%ld to %ld)", flag, v, min, max);
+	*out = (long)d;
+	return 0;
+}
+
+/* vLLM's --max-model-len takes 32k (× 1000), 32K (× 1024), 1m, 1M; SGLang a plain number. */
+static int read_len(struct launch *l, const char *flag, const char *v, long *out)
+{
+	size_t n = strlen(v);
+	double mult = 1;
+	char *num = xstrdup(v);
+	if (l->engine == LAUNCH_VLLM && n > 1 && strchr("kKmMgG", v[n - 1])) {
+		char c = v[n - 1];
+		mult = c == 'k' ? 1e3 : c == 'K' ? 1024 : c == 'm' ? 1e6 : c == 'M' ? 1048576.0 : c == 'g' ? 1e9 : 1073741824.0;
+		num[n - 1] = '\0';
+	}
+	double d;
+	int r = 0;
+	if (!parse_number(num, &d) || d * mult != floor(d * mult))
+		r = fail(l, "%s %s: not a token count", flag, v);
+	else if (d * mult < 1 || d * mult > (double)MAX_TOKENS)
+		r = fail(l, "%s %s: out of range (1 to %ld tokens)", flag, v, MAX_TOKENS);
+	else
+		*out = (long)(d * mult);
+	free(num);
+	return r;
+}
+
+static int read_double(struct launch *l, const struct flagdef *f, const char *v, double *out)
+{
+	double d;
+	if (!parse_number(v, &d))
+		return fail(l, "%s %s: not a number", f->name, v);
+	switch (f->kind) {
+	case F_FRAC:
+		if (d <= 0 || d > 1)
+			return fail(l, "%s %s: a fraction must be above 0 and at most 1", f->name, v);
+		break;
+	case F_RATIO:
+		if (d <= 0)
+			return fail(l, "%s %s: must be above 0", f->name, v);
+		if (d > MAX_RATIO)
+			return fail(l, "%s %s: absurd (above %g)", f->name, v, MAX_RATIO);
+		break;
+	default:
+		if (d < 0)
+			return fail(l, "%s %s: must not be negative", f->name, v);
+		if (d > MAX_SIZE)
+			return fail(l, "%s %s: absurd (above 1,000,000 GB)", f->name, v);
+		break;
+	}
+	*out = d;
+	return 0;
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = xstrdup(v);
+}
+
+/* Stores one recognised flag's value. */
+static int apply(struct launch *l, const struct flagdef *f, const char *v, bool negated)
+{
+	long n = 0;
+	double d = 0;
+	int r = 0;
+	if (f->kind == F_BOOL) {
+		if (f->field == X_DP_ATTN)
+			l->dp_attention = !negated;
+		else if (f->field == X_EXPERT_PAR)
+			l->expert_parallel = !negated;
+		else if (f->field == X_HICACHE)
+			l->hicache = !negated;
+		return 0;
+	}
+	if (f->kind == F_INT) {
+		long min = 1, max = MAX_PARALLEL;
+		if (f->field == X_BASE_GPU)
+			min = 0;
+		if (f->field == X_MAXRUN)
+			max = MAX_TOKENS;
+		if (f->field == X_PAGE)
+			max = 1 << 20;
+		r = read_int(l, f->name, v, min, max, &n);
+	} else if (f->kind == F_LEN) {
+		r = read_len(l, f->name, v, &n);
+	} else if (f->kind == F_FRAC || f->kind == F_SIZE || f->kind == F_RATIO) {
+		r = read_double(l, f, v, &d);
+	}
+	if (r)
+		return r;
+	switch (f->field) {
+	case X_MODEL: set_str(&l->model, v); break;
+	case X_REVISION: set_str(&l->revision, v); break;
+	case X_TP: l->tp = (int)n; break;
+	case X_DP: l->dp = (int)n; break;
+	case X_PP: l->pp = (int)n; break;
+	case X_EP: l->ep = (int)n; break;
+	case X_NNODES: l->nnodes = (int)n; break;
+	case X_DP_LOCAL: l->dp_local = (int)n; break;
+	case X_BASE_GPU: l->base_gpu_id = (int)n; break;
+	case X_GPU_STEP: l->gpu_id_step = (int)n; break;
+	case X_MEMFRAC: l->mem_fraction = d, l->has_mem_fraction = true; break;
+	case X_KV_DTYPE: set_str(&l->kv_dtype, v); break;
+	case X_DTYPE: set_str(&l->dtype, v); break;
+	case X_PAGE: l->page_size = (int)n; break;
+	case X_CTX: l->context_len = n; break;
+	case X_MAXRUN: l->max_running = n; break;
+	case X_HICACHE_SIZE:
+		/* SGLang declares it int: 37.5 would be refused at launch, so refuse it here too. */
+		if (d != floor(d))
+			return fail(l, "%s %s: SGLang takes a whole number of GB", f->name, v);
+		l->hicache_size_gb = d, l->has_hicache_size = true;
+		break;
+	case X_HICACHE_RATIO: l->hicache_ratio = d, l->has_hicache_ratio = true; break;
+	case X_SWAP: l->swap_space_gib = d, l->has_swap_space = true; break;
+	case X_CPU_OFFLOAD: l->cpu_offload_gib = d, l->has_cpu_offload = true; break;
+	case X_KV_OFFLOAD: l->kv_offload_gib = d, l->has_kv_offload = true; break;
+	case X_SPEC: l->speculative = true; break;
+	case X_QUANT: l->quantization = true; break;
+	default: break;
+	}
+	return 0;
+}
+
+/* "-x" with a letter, or "--x": what argparse would take for an option rather than a value. */
+static bool looks_like_flag(const char *s)
+{
+	return s[0] == '-' && (s[1] == '-' || isalpha((unsigned char)s[1]));
+}
+
+static const struct flagdef *find_flag(const char *name, size_t len, enum launch_engine e, bool *negated)
+{
+	unsigned bit = e == LAUNCH_SGLANG ? SG : VL;
+	*negated = false;
+	for (size_t i = 0; i < NFLAGS; i++)
+		if ((flags[i].engines & bit) && strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len))
+			return &flags[i];
+	/* vLLM's boolean options also come as --no-NAME. */
+	if (len > 5 && !strncmp(name, "--no-", 5)) {
+		for (size_t i = 0; i < NFLAGS; i++)
+			if ((flags[i].engines & bit) && flags[i].kind == F_BOOL && strlen(flags[i].name) == len - 3 &&
+			    !strncmp(flags[i].name + 2, name + 5, len - 5)) {
+				*negated = true;
+				return &flags[i];
+			}
+	}
+	return NULL;
+}
+
+static bool is_assignment(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	if (!eq || eq == s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (const char *p = s; p < eq; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+	return true;
+}
+
+static bool is_python(const char *prog)
+{
+	return str_starts(prog, "python") || str_starts(prog, "pypy");
+}
+
+/* Finds the engine and returns the index of its first argument, or -1 (l->error set). */
+static int recognise(int argc, char *const *argv, struct launch *l)
+{
+	int i = 0;
+	for (;;) {
+		if (i < argc && !strcmp(base_name(argv[i]), "env")) {
+			i++;
+			while (i < argc && argv[i][0] == '-')
+				i++;
+			continue;
+		}
+		if (i < argc && is_assignment(argv[i])) {
+			if (str_starts(argv[i], "CUDA_VISIBLE_DEVICES=")) {
+				set_str(&l->cuda_visible, argv[i] + strlen("CUDA_VISIBLE_DEVICES="));
+				l->has_cuda_visible = true;
+			}
+			i++;
+			continue;
+		}
+		break;
+	}
+	if (i >= argc)
+		return fail(l, "the launch command is empty"), -1;
+	const char *prog = base_name(argv[i]);
+	if (is_python(prog)) {
+		const char *py = argv[i];
+		i++;
+		while (i < argc && argv[i][0] == '-') {
+			const char *a = argv[i];
+			const char *mod = NULL;
+			if (!strcmp(a, "-m")) {
+				if (i + 1 >= argc)
+					return fail(l, "%s -m: no module named", py), -1;
+				mod = argv[i + 1];
+				i += 2;
+			} else if (a[1] == 'm' && a[2]) {
+				mod = a + 2;
+				i++;
+			} else if (!strcmp(a, "-c")) {
+				return fail(l, "%s -c: inline code is not an SGLang or vLLM launch", py), -1;
+			} else if (!strcmp(a, "-X") || !strcmp(a, "-W")) {
+				i += 2;
+				continue;
+			} else {
+				i++;
+				continue;
+			}
+			if (!strcmp(mod, "sglang.launch_server")) {
+				l->engine = LAUNCH_SGLANG;
+				l->entry = xasprintf("python -m %s", mod);
+				return i;
+			}
+			if (!strcmp(mod, "vllm.entrypoints.openai.api_server")) {
+				l->engine = LAUNCH_VLLM;
+				l->entry = xasprintf("python -m %s", mod);
+				return i;
+			}
+			if (!strcmp(mod, "vllm.entrypoints.cli.main") && i < argc && !strcmp(argv[i], "serve")) {
+				l->engine = LAUNCH_VLLM;
+				l->entry = xasprintf("python -m %s serve", mod);
+				return i + 1;
+			}
+			return fail(l, "python -m %s: not an SGLang or vLLM server (expected sglang.launch_server, "
+				       "vllm.entrypoints.openai.api_server)", mod), -1;
+		}
+		if (i >= argc)
+			return fail(l, "%s: no module or script to run", py), -1;
+		/* `python /usr/bin/vllm serve ...` is how a console script shows in /proc/PID/cmdline. */
+		prog = base_name(argv[i]);
+	}
+	if ((!strcmp(prog, "vllm") || !strcmp(prog, "sglang")) && i + 1 < argc && !strcmp(argv[i + 1], "serve")) {
+		l->engine = prog[0] == 'v' ? LAUNCH_VLLM : LAUNCH_SGLANG;
+		l->entry = xasprintf("%s serve", prog);
+		return i + 2;
+	}
+	if (!strcmp(prog, "vllm") || !strcmp(prog, "sglang"))
+		return fail(l, "%s: only the 'serve' subcommand launches a server", prog), -1;
+	return fail(l, "%s: not an SGLang or vLLM launch (expected python -m sglang.launch_server, sglang serve, "
+		       "vllm serve, python -m vllm.entrypoints.openai.api_server)", argv[i]), -1;
+}
+
+int launch_parse(int argc, char *const *argv, struct launch *l)
+{
+	memset(l, 0, sizeof *l);
+	l->tp = l->dp = l->pp = l->ep = l->nnodes = 1;
+	l->gpu_id_step = 1;
+	int i = recognise(argc, argv, l);
+	if (i < 0)
+		return -EINVAL;
+	bool model_from_flag = false;
+	while (i < argc) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			continue;
+		}
+		if (!looks_like_flag(a)) {
+			/* vllm serve MODEL: the one positional argument. */
+			if (l->engine == LAUNCH_VLLM && !l->model && !model_from_flag)
+				set_str(&l->model, a);
+			else {
+				char *n = xasprintf("ignored the stray argument '%s'", a);
+				note(l, n);
+				free(n);
+			}
+			i++;
+			continue;
+		}
+		const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+		bool negated;
+		const struct flagdef *f = find_flag(a, nlen, l->engine, &negated);
+		if (!f) {
+			char *name = xstrndup(a, nlen);
+			add_str(&l->unknown, &l->nunknown, name);
+			free(name);
+			/* An unknown flag's value, if it has one, is the next word unless that is a flag. */
+			i += (!eq && i + 1 < argc && !looks_like_flag(argv[i + 1])) ? 2 : 1;
+			continue;
+		}
+		bool takes_value = f->kind != F_BOOL && f->kind != F_SKIPB;
+		const char *v = NULL;
+		if (!takes_value) {
+			if (eq)
+				return fail(l, "%.*s takes no value", (int)nlen, a);
+			i++;
+		} else if (eq) {
+			v = eq + 1;
+			i++;
+		} else {
+			if (i + 1 >= argc || (looks_like_flag(argv[i + 1]) && f->kind != F_STR && f->kind != F_SKIP) ||
+			    (f->kind == F_STR && argv[i + 1][0] == '-' && argv[i + 1][1] == '-'))
+				return fail(l, "%s needs a value", a);
+			v = argv[i + 1];
+			i += 2;
+		}
+		if (takes_value && !*v)
+			return fail(l, "%.*s needs a value", (int)nlen, a);
+		if (f->field == X_MODEL)
+			model_from_flag = true;
+		int r = apply(l, f, v, negated);
+		if (r)
+			return r;
+	}
+	if (l->engine == LAUNCH_SGLANG && !l->hicache && (l->has_hicache_size || l->has_hicache_ratio))
+		note(l, "--hicache-size and --hicache-ratio do nothing without --enable-hierarchical-cache");
+	if (l->dp_attention && l->tp % l->dp)
+		return fail(l, "--dp %d with --enable-dp-attention: must divide --tp %d", l->dp, l->tp);
+	if (l->nnodes > 1 && (l->tp * l->pp) % l->nnodes)
+		return fail(l, "--nnodes %d: must divide the GPU count (tp %d × pp %d)", l->nnodes, l->tp, l->pp);
+	if (!l->model)
+		return fail(l, "no model named (%s)", l->engine == LAUNCH_SGLANG ? "--model-path" : "vllm serve MODEL or --model");
+	return 0;
+}
+
+void launch_free(struct launch *l)
+{
+	if (!l)
+		return;
+	free(l->entry);
+	free(l->model);
+	free(l->revision);
+	free(l->cuda_visible);
+	free(l->kv_dtype);
+	free(l->dtype);
+	for (size_t i = 0; i < l->nunknown; i++)
+		free(l->unknown[i]);
+	free(l->unknown);
+	for (size_t i = 0; i < l->nnotes; i++)
+		free(l->notes[i]);
+	free(l->notes);
+	free(l->error);
+	memset(l, 0, sizeof *l);
+}
+
+char **launch_argv_from_nul(const char *buf, size_t len, int *argc)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			n++;
+	if (len && buf[len - 1] != '\0')
+		n++;
+	if (n > INT_MAX - 1)
+		n = INT_MAX - 1;
+	char **argv = xcalloc(n + 1, sizeof *argv);
+	size_t k = 0;
+	for (size_t i = 0; i < len && k < n;) {
+		const char *s = buf + i;
+		size_t m = strnlen(s, len - i);
+		argv[k++] = xstrndup(s, m);
+		i += m + 1;
+	}
+	*argc = (int)k;
+	return argv;
+}
+
+void launch_argv_free(char **argv, int argc)
+{
+	if (!argv)
+		return;
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}

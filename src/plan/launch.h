@@ -1,0 +1,76 @@
+/* launch: parse an SGLang or vLLM launch command line (without running it) into the facts that
+ * decide its memory use: parallelism, memory fraction, KV dtype, host-memory flags. */
+#ifndef GPUWHO_PLAN_LAUNCH_H
+#define GPUWHO_PLAN_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum launch_engine { LAUNCH_UNKNOWN, LAUNCH_SGLANG, LAUNCH_VLLM };
+
+/* One parsed launch. Counts default to 1; each optional value has a has_* flag; strings are
+ * malloc'ed copies of what the command line said (raw: escape before printing). */
+struct launch {
+	enum launch_engine engine;
+	char *entry;             /* how it was recognised, e.g. "python -m sglang.launch_server" */
+	char *model;             /* --model-path / --model / vllm serve's positional */
+	char *revision;          /* --revision */
+	char *cuda_visible;      /* CUDA_VISIBLE_DEVICES=... given before the command, or NULL */
+	bool has_cuda_visible;
+
+	int tp, dp, pp, ep;      /* tensor, data, pipeline, expert parallel sizes */
+	int nnodes;              /* SGLang --nnodes */
+	int dp_local;            /* vLLM --data-parallel-size-local (0: not given) */
+	bool dp_attention;       /* SGLang --enable-dp-attention */
+	bool expert_parallel;    /* vLLM --enable-expert-parallel */
+	int base_gpu_id, gpu_id_step;   /* SGLang --base-gpu-id, --gpu-id-step */
+
+	double mem_fraction;     /* SGLang --mem-fraction-static / vLLM --gpu-memory-utilization */
+	bool has_mem_fraction;
+	char *kv_dtype;          /* --kv-cache-dtype (NULL: auto) */
+	char *dtype;             /* --dtype (NULL: auto) */
+	int page_size;           /* SGLang --page-size / vLLM --block-size (0: not given) */
+	long context_len;        /* --context-length / --max-model-len (0: not given) */
+	long max_running;        /* --max-running-requests / --max-num-seqs (0: not given) */
+
+	bool hicache;            /* SGLang --enable-hierarchical-cache */
+	double hicache_size_gb;  /* SGLang --hicache-size: GB (10^9) per rank */
+	bool has_hicache_size;
+	double hicache_ratio;    /* SGLang --hicache-ratio: host pool / device pool, per rank */
+	bool has_hicache_ratio;
+	double swap_space_gib;   /* vLLM --swap-space: GiB per GPU */
+	bool has_swap_space;
+	double cpu_offload_gib;  /* --cpu-offload-gb: GiB per GPU (both engines) */
+	bool has_cpu_offload;
+	double kv_offload_gib;   /* vLLM --kv-offloading-size: GiB, total across TP ranks */
+	bool has_kv_offload;
+	bool speculative;        /* a speculative-decoding flag was given (a draft model takes memory) */
+	bool quantization;       /* --quantization was given (weights may differ from the checkpoint) */
+
+	char **unknown;          /* flags we did not recognise, as written (name only) */
+	size_t nunknown;
+	char **notes;            /* explanations worth showing (flags whose meaning changed, ...) */
+	size_t nnotes;
+	char *error;             /* on failure: one line naming the flag */
+};
+
+/* Parses argv[0..argc) (the launch command itself: program first). Leading VAR=value words and an
+ * `env` prefix are honoured (CUDA_VISIBLE_DEVICES is kept). Accepts `--flag value` and
+ * `--flag=value`. Returns 0, or -EINVAL with l->error set: unknown engine, a flag's missing,
+ * malformed or absurd value (negative, NaN, 1e30, a fraction outside (0, 1]). The caller frees
+ * with launch_free, also on failure. */
+int launch_parse(int argc, char *const *argv, struct launch *l);
+
+/* Frees what l owns (not l); accepts NULL. */
+void launch_free(struct launch *l);
+
+/* "SGLang", "vLLM" or "unknown". */
+const char *launch_engine_name(enum launch_engine e);
+
+/* Splits a NUL-separated buffer (as /proc/PID/cmdline) into a malloc'ed, NULL-terminated argv of
+ * malloc'ed strings; *argc gets the count. A trailing NUL does not make an empty last argument.
+ * Free with launch_argv_free. */
+char **launch_argv_from_nul(const char *buf, size_t len, int *argc);
+void launch_argv_free(char **argv, int argc);
+
+#endif

@@ -1,0 +1,47 @@
+/* model: what plan needs to know about a model: the attention shape from config.json (nested
+ * text configs of multimodal models included), the weights' size from safetensors metadata, and
+ * where a Hugging Face model lives in the local cache. Never touches the network. */
+#ifndef GPUWHO_PLAN_MODEL_H
+#define GPUWHO_PLAN_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct model_config {
+	char *model_type;        /* "deepseek_v3", "llama", ... (NULL when absent) */
+	char *section;           /* where the text model's fields were found: NULL (top level), "text_config", ... */
+	bool mla;                /* multi-head latent attention: kv_lora_rank is set */
+	int layers;              /* num_hidden_layers */
+	int kv_lora_rank, qk_rope_head_dim;    /* MLA */
+	int heads, kv_heads, head_dim, v_head_dim; /* MHA/GQA; head_dim may come from hidden_size / heads */
+	char *torch_dtype;       /* "bfloat16", ... (NULL when absent) */
+};
+
+/* Parses config.json text. Pure. Returns 0, or -EINVAL with *err set to a malloc'ed line naming
+ * the missing or bad field (e.g. "text_config.num_hidden_layers: missing"). Free with model_config_free. */
+int model_config_parse(const char *json, size_t len, struct model_config *m, char **err);
+
+/* Reads and parses the file `path`. Returns 0 or -errno/-EINVAL with *err set. */
+int model_config_read(const char *path, struct model_config *m, char **err);
+
+void model_config_free(struct model_config *m);
+
+/* Sums the tensor bytes of one .safetensors file from its header alone (8-byte little-endian
+ * header length, then a JSON object of tensors with data_offsets); tensor data is never read.
+ * Returns 0 with *bytes set, or -errno / -EINVAL with *err set (malformed or truncated header). */
+int model_safetensors_bytes(const char *path, uint64_t *bytes, char **err);
+
+/* The weights of a model directory: model.safetensors.index.json's metadata.total_size when
+ * present, else the sum over *.safetensors headers. Returns 0 with *bytes and *how (malloc'ed,
+ * e.g. "model.safetensors.index.json total_size") set, or -ENOENT (no safetensors) / -errno /
+ * -EINVAL with *err set. */
+int model_weights_bytes(const char *dir, uint64_t *bytes, char **how, char **err);
+
+/* Resolves a launch's model to a local directory holding config.json: the path itself when it is
+ * a directory, else the Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub, or
+ * ~/.cache/huggingface/hub)/models--ORG--NAME/snapshots/REV, REV from refs/<revision or main> or
+ * else the first snapshot (by name) with a config.json. Returns a malloc'ed path, or NULL. */
+char *model_find_dir(const char *model, const char *revision);
+
+#endif

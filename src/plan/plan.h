@@ -1,0 +1,134 @@
+/* plan: the pure arithmetic of `gpuwho plan`: from a parsed launch, a model's shape and weights,
+ * and the GPU and host memory, compute per-rank and per-node memory, KV tokens, concurrency and a
+ * verdict per resource, with the largest value that would fit. No I/O except the two *_live
+ * readers at the bottom. Formulas and their sources: docs/plan.md. */
+#ifndef GPUWHO_PLAN_PLAN_H
+#define GPUWHO_PLAN_PLAN_H
+
+#include "plan/launch.h"
+#include "plan/model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_GIB 1073741824.0
+#define PLAN_GB 1e9
+
+enum plan_verdict { PLAN_UNKNOWN, PLAN_FITS, PLAN_TIGHT, PLAN_NO_FIT };
+
+struct plan_input {
+	const struct launch *launch;
+	const struct model_config *model;  /* NULL: shape unknown */
+	bool has_weights;
+	double weights_bytes;              /* the whole checkpoint, all shards */
+	bool has_gpu_total;
+	double gpu_total_bytes;            /* one GPU's total memory */
+	bool has_host_avail;
+	double host_avail_bytes;           /* MemAvailable, or --host-mem */
+	double overhead_bytes;             /* per GPU besides weights and KV: CUDA context, communication buffers */
+	long avg_tokens;                   /* tokens per request, for concurrency */
+	int host_gpus;                     /* GPUs on this host; -1: unknown */
+	const char *cuda_visible;          /* CUDA_VISIBLE_DEVICES, or NULL when unset */
+};
+
+/* One host-memory ask (a flag), multiplied out to the node. */
+struct plan_host_item {
+	const char *flag;        /* "--hicache-size", "--hicache-ratio", "--swap-space", ... */
+	char *value;             /* the flag's value as a number, e.g. "300" */
+	const char *scope;       /* "per rank", "per GPU", "the total across TP ranks" */
+	const char *what;        /* what the memory is for */
+	bool known;              /* false: it depends on GPU facts we do not have */
+	double each_bytes;       /* per rank / GPU / engine instance */
+	int count;               /* how many of those on this node */
+	double total_bytes;      /* each × count */
+	enum plan_verdict verdict;
+	char *message;           /* one sentence; for "does not fit" it ends with the largest value that would */
+	bool has_max;
+	double max_value;        /* in the flag's own unit */
+	const char *max_unit;    /* "GB per rank", "GiB per GPU", ... */
+};
+
+struct plan_result {
+	/* GPUs */
+	int gpus;                /* all ranks: tp × dp × pp (tp × pp with SGLang DP attention) */
+	int local_gpus;          /* ranks on this node */
+	int attn_tp;             /* tensor-parallel degree of attention (splits the KV heads) */
+	char **gpu_ids;          /* which GPUs of this host the ranks take (as CUDA_VISIBLE_DEVICES names them) */
+	int ngpu_ids;
+	bool gpu_ids_assumed;    /* host GPU count unknown: 0..N-1 assumed */
+	enum plan_verdict gpus_verdict;
+	char *gpus_message;
+
+	/* GPU memory, per GPU */
+	bool has_gpu_total;
+	double gpu_total;
+	double fraction;
+	bool fraction_assumed;   /* the flag was not given: the engine's default */
+	const char *fraction_flag;
+	double budget;           /* total × fraction */
+	double reserve;          /* total × (1 − fraction): activations, CUDA graphs */
+	bool has_weights;
+	double weights_per_gpu;  /* weights / (tp × pp) − --cpu-offload-gb */
+	double overhead;
+	bool has_kv_pool;
+	double kv_pool;          /* budget − weights − overhead (may be negative) */
+	enum plan_verdict gpu_verdict;
+	char *gpu_message;
+
+	/* KV cache */
+	bool has_cell;
+	double cell_bytes;       /* KV bytes per token on one rank */
+	char *kv_dtype;          /* "bfloat16", "fp8_e4m3", ... */
+	double kv_dtype_bytes;
+	char *cell_formula;      /* the formula with this model's numbers */
+	bool has_tokens;
+	uint64_t tokens;         /* KV tokens per rank (the pool's capacity) */
+	long avg_tokens;
+	uint64_t concurrency;    /* requests of avg_tokens per KV pool */
+	uint64_t concurrency_total; /* × DP: every DP replica / DP-attention rank has its own pool */
+	bool concurrency_capped; /* by --max-running-requests / --max-num-seqs */
+	uint64_t tokens_per_point; /* KV tokens per rank that each 0.01 of the fraction buys (0: unknown) */
+	enum plan_verdict kv_verdict;
+	char *kv_message;
+
+	/* Host memory, for the node */
+	struct plan_host_item *host;
+	size_t nhost;
+	bool has_host_avail;
+	double host_avail;
+	double host_total;       /* sum of the known asks */
+	enum plan_verdict host_verdict;
+	char *host_message;
+
+	enum plan_verdict verdict;   /* the worst known verdict */
+	char **notes;
+	size_t nnotes;
+};
+
+/* Computes the plan. Pure. Returns 0, or -EINVAL with *err set (malloc'ed, naming the flag) when
+ * the launch asks for something plan cannot model (an unknown --kv-cache-dtype). Free r with
+ * plan_result_free, also on failure. */
+int plan_compute(const struct plan_input *in, struct plan_result *r, char **err);
+
+void plan_result_free(struct plan_result *r);
+
+/* "fits", "tight", "does not fit", "unknown". */
+const char *plan_verdict_text(enum plan_verdict v);
+/* The JSON spelling: "fits", "tight", "does_not_fit", "unknown". */
+const char *plan_verdict_key(enum plan_verdict v);
+
+/* Bytes per element of a KV or model dtype name: 0 for "auto", -1 for a name we do not know. */
+double plan_dtype_bytes(const char *name);
+
+/* Formats v with thousands separators and `decimals` digits after the point into buf (40 bytes). */
+char *plan_fmt(char *buf, double v, int decimals);
+
+/* THE place live GPU memory plugs in: NVML (src/nvml/, being written separately) will answer here.
+ * Until then it returns false (unknown) and callers fall back to --gpu-mem. */
+bool plan_gpu_total_live(double *bytes);
+
+/* GPUs on this host from /proc/driver/nvidia/gpus (one folder per GPU), or -1 when unknown. */
+int plan_gpu_count_live(void);
+
+#endif

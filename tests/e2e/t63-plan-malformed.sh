@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# gpuwho plan refuses malformed launch lines and absurd values with exit 2, naming the flag, and
+# never crashes; escape sequences in the command line never reach the terminal raw.
+. "$(dirname "$0")/lib.sh"
+KIMI="$TESTS/fixtures/models/kimi-k2.5/config.json"
+SG=(python3 -m sglang.launch_server --model-path m --tp 8)
+
+# expect_usage NEEDLE ARGS...: gpuwho plan ARGS exits 2 and its stderr contains NEEDLE.
+expect_usage() {
+	local needle=$1 out rc
+	shift
+	out=$("$GPUWHO" plan --gpu-mem 96 --host-mem 408GB "$@" 2>&1 >/dev/null); rc=$?
+	[ "$rc" -eq 2 ] || fail "exit $rc, want 2 for: $* ($out)"
+	expect_has "$out" "$needle"
+}
+
+test_absurd_engine_values_name_the_flag() {
+	expect_usage "--mem-fraction-static 1.5" -- "${SG[@]}" --mem-fraction-static 1.5
+	expect_usage "--mem-fraction-static 0" -- "${SG[@]}" --mem-fraction-static 0
+	expect_usage "--mem-fraction-static NaN" -- "${SG[@]}" --mem-fraction-static NaN
+	expect_usage "--hicache-size -300" -- "${SG[@]}" --hicache-size -300
+	expect_usage "--hicache-size 1e30" -- "${SG[@]}" --hicache-size 1e30
+	expect_usage "--tp needs a value" -- python3 -m sglang.launch_server --model-path m --tp
+	expect_usage "--tp x8" -- python3 -m sglang.launch_server --model-path m --tp x8
+	expect_usage "--gpu-memory-utilization 2" -- vllm serve m --gpu-memory-utilization 2
+	expect_usage "--kv-offloading-size -64" -- vllm serve m --kv-offloading-size -64
+	expect_usage "--kv-cache-dtype fp7" -- vllm serve m --kv-cache-dtype fp7
+}
+
+test_unknown_engine_and_empty_command() {
+	expect_usage "not an SGLang or vLLM launch" -- torchrun --nproc-per-node 8 train.py
+	expect_usage "python -m http.server" -- python3 -m http.server
+	expect_usage "no launch command"
+	expect_usage "no model named" -- vllm serve
+}
+
+test_absurd_plan_options_name_the_option() {
+	expect_usage "--gpu-mem -96" --gpu-mem -96 -- "${SG[@]}"
+	expect_usage "--gpu-mem 1e30" --gpu-mem 1e30 -- "${SG[@]}"
+	expect_usage "--host-mem nan" --host-mem nan -- "${SG[@]}"
+	expect_usage "--weights-gb 12parsecs" --weights-gb 12parsecs -- "${SG[@]}"
+	expect_usage "--avg-tokens" --avg-tokens 0 -- "${SG[@]}"
+	expect_usage "--pid" --pid abc
+}
+
+test_missing_config_field_is_named() {
+	expect_usage "num_hidden_layers: missing" --model-config "$TESTS/fixtures/models/broken-no-layers/config.json" -- "${SG[@]}"
+	expect_usage "--model-config $TMP/none.json" --model-config "$TMP/none.json" -- "${SG[@]}"
+	printf '{"text_config": {"num_hidden_layers": 61, "kv_lora_rank": 512}}' >"$TMP/c.json"
+	expect_usage "text_config.qk_rope_head_dim: missing" --model-config "$TMP/c.json" -- "${SG[@]}"
+}
+
+test_terminal_escapes_in_the_command_are_neutralised() {
+	out=$("$GPUWHO" plan --gpu-mem 96 --host-mem 408GB --model-config "$KIMI" -- \
+		python3 -m sglang.launch_server --model-path $'evil\e]0;pwned\a' --tp 8 2>&1)
+	! grep -q $'\e' <<<"$out" || fail "raw ESC reached the output"
+	expect_has "$out" 'evil\e]0;pwned'
+	out=$("$GPUWHO" plan --gpu-mem 96 -- python3 -m sglang.launch_server --model-path m --tp $'8\e[2J' 2>&1)
+	! grep -q $'\e' <<<"$out" || fail "raw ESC reached stderr"
+}
+
+test_unknown_flags_are_ignored_with_a_note() {
+	out=$("$GPUWHO" plan --gpu-mem 96 --host-mem 408GB --model-config "$KIMI" -- "${SG[@]}" --frobnicate 3 --chunked-prefill-size 8192 | tr -s ' \n' '  ')
+	expect_has "$out" "ignored flags plan does not model: --frobnicate"
+	expect_not "$out" "--chunked-prefill-size"
+}
+
+run_tests

@@ -1,0 +1,340 @@
+/* Unit tests for plan's arithmetic, checked against hand-computed numbers (docs/plan.md), and for
+ * the /proc/meminfo parser it relies on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "plan/plan.h"
+#include "sys/meminfo.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB PLAN_GIB
+
+static void load_model(const char *name, struct model_config *m)
+{
+	const char *t = getenv("TESTS");
+	char *p = xasprintf("%s/fixtures/models/%s/config.json", t ? t : "tests", name);
+	char *err = NULL;
+	if (model_config_read(p, m, &err))
+		fail_msg("%s: %s", p, err);
+	free(p);
+}
+
+/* Parses argv, computes a plan with the given GPU/host facts. */
+struct setup {
+	struct launch l;
+	struct model_config m;
+	struct plan_result r;
+};
+
+static void run_plan(struct setup *s, const char *model, double gpu_gib, double host_bytes, double weights_bytes,
+		     double overhead_gib, const char *cvd, int argc, char **argv)
+{
+	memset(s, 0, sizeof *s);
+	if (launch_parse(argc, argv, &s->l))
+		fail_msg("launch_parse: %s", s->l.error);
+	if (model)
+		load_model(model, &s->m);
+	struct plan_input in = {
+		.launch = &s->l,
+		.model = model ? &s->m : NULL,
+		.has_weights = weights_bytes > 0,
+		.weights_bytes = weights_bytes,
+		.has_gpu_total = gpu_gib > 0,
+		.gpu_total_bytes = gpu_gib * GIB,
+		.has_host_avail = host_bytes > 0,
+		.host_avail_bytes = host_bytes,
+		.overhead_bytes = overhead_gib * GIB,
+		.avg_tokens = 4000,
+		.host_gpus = 8,
+		.cuda_visible = cvd,
+	};
+	char *err = NULL;
+	if (plan_compute(&in, &s->r, &err))
+		fail_msg("plan_compute: %s", err);
+}
+
+static void done(struct setup *s)
+{
+	plan_result_free(&s->r);
+	model_config_free(&s->m);
+	launch_free(&s->l);
+}
+
+#define RUN(s, model, gpu, host, weights, overhead, cvd, ...)                                              \
+	do {                                                                                                \
+		char *argv_[] = {__VA_ARGS__};                                                               \
+		run_plan(s, model, gpu, host, weights, overhead, cvd, (int)(sizeof argv_ / sizeof argv_[0]), argv_); \
+	} while (0)
+
+/* The seed: 8 × 96 GiB, 74 GiB per GPU held before the KV pool (73.5 GiB weights + 0.5 overhead),
+ * fraction 0.85: pool = 96 × 0.85 − 74 = 7.6 GiB = 8,160,437,862 bytes / 70,272 = 116,126 tokens;
+ * 116,126 / 4,000 = 29 requests. */
+static void seed_at_085_holds_116k_tokens_and_29_requests(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.85");
+	assert_true(s.r.has_cell);
+	assert_true(s.r.cell_bytes == 70272);
+	assert_true(fabs(s.r.kv_pool - 7.6 * GIB) < 1024);
+	assert_int_equal(s.r.tokens, 116126);
+	assert_int_equal(s.r.concurrency, 29);
+	assert_int_equal(s.r.gpus, 8);
+	assert_int_equal(s.r.gpu_verdict, PLAN_FITS);
+	assert_int_equal(s.r.kv_verdict, PLAN_FITS);
+	assert_int_equal(s.r.host_verdict, PLAN_FITS);
+	assert_int_equal(s.r.verdict, PLAN_FITS);
+	/* 0.01 × 96 GiB = 1,030,792,151 bytes / 70,272 = 14,668 tokens per hundredth of the fraction. */
+	assert_int_equal(s.r.tokens_per_point, 14668);
+	done(&s);
+}
+
+/* 0.93 with --hicache-size 300: pool = 96 × 0.93 − 74 = 15.28 GiB → 233,475 tokens, 58 requests;
+ * host: 8 × 300 GB = 2,400 GB > 408 GB; (408 GB − 10 GiB) / 8 = 49.66 → at most 49 GB per rank. */
+static void seed_at_093_with_hicache_300_does_not_fit_and_says_49(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.93", "--enable-hierarchical-cache",
+	    "--hicache-size", "300");
+	assert_int_equal(s.r.tokens, 233475);
+	assert_int_equal(s.r.concurrency, 58);
+	assert_int_equal(s.r.nhost, 1);
+	struct plan_host_item *it = &s.r.host[0];
+	assert_string_equal(it->flag, "--hicache-size");
+	assert_int_equal(it->count, 8);
+	assert_true(it->total_bytes == 2400e9);
+	assert_int_equal(it->verdict, PLAN_NO_FIT);
+	assert_true(it->has_max);
+	assert_true(it->max_value == 49);
+	assert_string_equal(it->message, "--hicache-size 300 is per rank: 8 ranks × 300 GB = 2,400 GB > 408 GB available; "
+					 "at most 49 per rank (SGLang keeps 10 GiB back)");
+	assert_int_equal(s.r.host_verdict, PLAN_NO_FIT);
+	assert_int_equal(s.r.verdict, PLAN_NO_FIT);
+	done(&s);
+}
+
+/* Without a size, the host pool is --hicache-ratio (default 2) × the device pool per rank:
+ * 2 × 15.28 GiB × 8 = 262.5 GB of 408: fits. */
+static void hicache_ratio_scales_the_device_pool(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache");
+	assert_int_equal(s.r.nhost, 1);
+	assert_string_equal(s.r.host[0].flag, "--hicache-ratio");
+	assert_true(fabs(s.r.host[0].total_bytes - 2 * 8 * (96 * 0.93 - 74) * GIB) < 1e4);
+	assert_int_equal(s.r.host_verdict, PLAN_FITS);
+	done(&s);
+	/* Ratio 4 asks 525 GB: does not fit; (408 GB − 10 GiB) / 8 / 16.4 GB = 3.0. */
+	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache", "--hicache-ratio", "4");
+	assert_int_equal(s.r.host[0].verdict, PLAN_NO_FIT);
+	assert_true(fabs(s.r.host[0].max_value - 3.0) < 1e-9);
+	done(&s);
+}
+
+/* Llama-3.1-70B: 8 KV heads × (128 + 128) × 80 layers × 2 bytes = 327,680 per token at TP 1,
+ * 40,960 per rank at TP 8, and still 40,960 at TP 16 (one head replicated per rank). */
+static void llama_70b_kv_bytes_per_token_by_tp(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "llama-3.1-70b", 0, 0, 0, 0.5, NULL, "vllm", "serve", "m");
+	assert_true(s.r.cell_bytes == 327680);
+	assert_int_equal(s.r.gpu_verdict, PLAN_UNKNOWN);
+	assert_int_equal(s.r.kv_verdict, PLAN_UNKNOWN);
+	done(&s);
+	RUN(&s, "llama-3.1-70b", 0, 0, 0, 0.5, NULL, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cell_bytes == 40960);
+	done(&s);
+	RUN(&s, "llama-3.1-70b", 0, 0, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "16");
+	assert_true(s.r.cell_bytes == 40960);
+	done(&s);
+	/* SGLang DP attention: TP 8 with DP 8 leaves attention TP 1, so every rank holds all 8 heads. */
+	RUN(&s, "llama-3.1-70b", 0, 0, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8", "--dp", "8",
+	    "--enable-dp-attention");
+	assert_int_equal(s.r.attn_tp, 1);
+	assert_int_equal(s.r.gpus, 8);
+	assert_true(s.r.cell_bytes == 327680);
+	done(&s);
+}
+
+static void kv_dtype_changes_bytes_per_token(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "deepseek-v3", 0, 0, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	    "--kv-cache-dtype", "fp8_e4m3");
+	assert_true(s.r.cell_bytes == 35136);
+	done(&s);
+	RUN(&s, "qwen2.5-0.5b", 0, 0, 0, 0.5, NULL, "vllm", "serve", "m", "--dtype", "float32");
+	/* 2 KV heads × (64 + 64) × 24 layers × 4 bytes. */
+	assert_true(s.r.cell_bytes == 24576);
+	done(&s);
+	/* An unknown dtype is refused, naming the flag. */
+	struct launch l;
+	char *argv[] = {"vllm", "serve", "m", "--kv-cache-dtype", "fp7"};
+	assert_int_equal(launch_parse(5, argv, &l), 0);
+	struct plan_input in = {.launch = &l, .avg_tokens = 4000, .host_gpus = -1};
+	struct plan_result r;
+	char *err = NULL;
+	assert_int_not_equal(plan_compute(&in, &r, &err), 0);
+	assert_non_null(strstr(err, "--kv-cache-dtype fp7"));
+	free(err);
+	plan_result_free(&r);
+	launch_free(&l);
+}
+
+/* vLLM's --kv-offloading-size is the total across TP ranks: 64 GiB at TP 4 is 64 GiB for the node;
+ * SGLang's --hicache-size 64 at TP 4 is 4 × 64 GB = 256 GB. */
+static void vllm_kv_offloading_is_total_while_sglang_hicache_is_per_rank(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "vllm", "serve", "m", "-tp", "4", "--kv-offloading-size", "64");
+	assert_int_equal(s.r.nhost, 1);
+	assert_int_equal(s.r.host[0].count, 1);
+	assert_true(s.r.host[0].total_bytes == 64 * GIB);
+	assert_int_equal(s.r.host_verdict, PLAN_FITS);
+	done(&s);
+	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "4",
+	    "--enable-hierarchical-cache", "--hicache-size", "64");
+	assert_int_equal(s.r.host[0].count, 4);
+	assert_true(s.r.host[0].total_bytes == 256e9);
+	assert_int_equal(s.r.host_verdict, PLAN_NO_FIT);
+	/* (200 GB − 10 GiB) / 4 = 47.3 → 47. */
+	assert_true(s.r.host[0].max_value == 47);
+	done(&s);
+	/* vLLM per-GPU flags multiply by the GPUs: 4 × (100 + 20) GiB = 515 GB > 200 GB. */
+	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "vllm", "serve", "m", "-tp", "4", "--swap-space", "100",
+	    "--cpu-offload-gb", "20");
+	assert_int_equal(s.r.nhost, 2);
+	assert_true(s.r.host_total == 4 * 120 * GIB);
+	assert_int_equal(s.r.host_verdict, PLAN_NO_FIT);
+	done(&s);
+}
+
+static void weights_larger_than_the_budget_do_not_fit(void **state)
+{
+	(void)state;
+	struct setup s;
+	/* 141 GB on one 80 GiB GPU at 0.9: 131 GiB > 72 GiB; 141 GB / (72 − 0.5) GiB → at least 2 GPUs. */
+	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "vllm", "serve", "m");
+	assert_int_equal(s.r.gpu_verdict, PLAN_NO_FIT);
+	assert_non_null(strstr(s.r.gpu_message, "at least 2 GPUs"));
+	assert_int_equal(s.r.kv_verdict, PLAN_NO_FIT);
+	assert_int_equal(s.r.verdict, PLAN_NO_FIT);
+	done(&s);
+	/* At TP 2 the 0.9 fraction fits, and --max-model-len beyond the pool does not. */
+	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "vllm", "serve", "m", "-tp", "2", "--max-model-len", "10000000");
+	assert_int_equal(s.r.gpu_verdict, PLAN_FITS);
+	assert_int_equal(s.r.kv_verdict, PLAN_NO_FIT);
+	done(&s);
+}
+
+static void cuda_visible_devices_limits_and_names_the_gpus(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, NULL, 0, 0, 0, 0.5, "4,5,6,7", "vllm", "serve", "m", "-tp", "4");
+	assert_int_equal(s.r.gpus_verdict, PLAN_FITS);
+	assert_int_equal(s.r.ngpu_ids, 4);
+	assert_string_equal(s.r.gpu_ids[0], "4");
+	assert_string_equal(s.r.gpu_ids[3], "7");
+	done(&s);
+	RUN(&s, NULL, 0, 0, 0, 0.5, "0,1,2,3", "sglang", "serve", "--model-path", "m", "--tp", "8");
+	assert_int_equal(s.r.gpus_verdict, PLAN_NO_FIT);
+	assert_int_equal(s.r.verdict, PLAN_NO_FIT);
+	done(&s);
+	/* SGLang --base-gpu-id 4 on an 8-GPU host with no CUDA_VISIBLE_DEVICES: GPUs 4..7. */
+	RUN(&s, NULL, 0, 0, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "4", "--base-gpu-id", "4");
+	assert_int_equal(s.r.gpus_verdict, PLAN_FITS);
+	assert_string_equal(s.r.gpu_ids[0], "4");
+	done(&s);
+	/* TP 4 × DP 2 without DP attention is 8 GPUs. */
+	RUN(&s, NULL, 0, 0, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "4", "--dp", "2");
+	assert_int_equal(s.r.gpus, 8);
+	done(&s);
+}
+
+static void unknown_gpu_memory_still_judges_the_host(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "kimi-k2.5", 0, 408e9, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	    "--enable-hierarchical-cache", "--hicache-size", "300");
+	assert_int_equal(s.r.gpu_verdict, PLAN_UNKNOWN);
+	assert_string_equal(s.r.gpu_message, "GPU memory unknown: pass --gpu-mem GiB");
+	assert_true(s.r.cell_bytes == 70272);
+	assert_int_equal(s.r.host_verdict, PLAN_NO_FIT);
+	assert_int_equal(s.r.verdict, PLAN_NO_FIT);
+	done(&s);
+}
+
+static void fmt_groups_thousands(void **state)
+{
+	(void)state;
+	char b[40];
+	assert_string_equal(plan_fmt(b, 2400, 0), "2,400");
+	assert_string_equal(plan_fmt(b, 116126, 0), "116,126");
+	assert_string_equal(plan_fmt(b, 1234567.891, 2), "1,234,567.89");
+	assert_string_equal(plan_fmt(b, 49, 0), "49");
+	assert_string_equal(plan_fmt(b, -1992, 0), "-1,992");
+	assert_string_equal(plan_fmt(b, -0.01, 0), "0");
+	assert_string_equal(plan_fmt(b, 999.96, 1), "1,000.0");
+}
+
+static void meminfo_parses_kb_and_needs_memtotal(void **state)
+{
+	(void)state;
+	struct meminfo m;
+	const char *text = "MemTotal:       471859200 kB\nMemFree:         9437184 kB\n"
+			   "MemAvailable:   398437500 kB\nShmem:   1024 kB\nHugePages_Total:       4\n"
+			   "HugePages_Free:        2\nHugepagesize:       2048 kB\n";
+	assert_int_equal(meminfo_parse(text, &m), 0);
+	assert_true(m.has_available);
+	assert_int_equal(m.total, 471859200ull * 1024);
+	assert_int_equal(m.available, 398437500ull * 1024);
+	assert_int_equal(m.shmem, 1024 * 1024);
+	assert_true(m.has_hugepages);
+	assert_int_equal(m.hugepages_total, 4 * 2048 * 1024);
+	assert_false(m.has_swap_total);
+	assert_int_equal(meminfo_parse("MemFree: 10 kB\n", &m), -EINVAL);
+	assert_int_equal(meminfo_parse("", &m), -EINVAL);
+	/* An absurd value saturates instead of wrapping. */
+	assert_int_equal(meminfo_parse("MemTotal: 99999999999999999999 kB\n", &m), -EINVAL);
+	assert_int_equal(meminfo_parse("MemTotal: 18446744073709551 kB\n", &m), 0);
+	assert_int_equal(m.total, UINT64_MAX);
+	/* The live file parses, with MemAvailable on any kernel from 3.14. */
+	assert_int_equal(meminfo_read(NULL, &m), 0);
+	assert_true(m.total > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(seed_at_085_holds_116k_tokens_and_29_requests),
+		cmocka_unit_test(seed_at_093_with_hicache_300_does_not_fit_and_says_49),
+		cmocka_unit_test(hicache_ratio_scales_the_device_pool),
+		cmocka_unit_test(llama_70b_kv_bytes_per_token_by_tp),
+		cmocka_unit_test(kv_dtype_changes_bytes_per_token),
+		cmocka_unit_test(vllm_kv_offloading_is_total_while_sglang_hicache_is_per_rank),
+		cmocka_unit_test(weights_larger_than_the_budget_do_not_fit),
+		cmocka_unit_test(cuda_visible_devices_limits_and_names_the_gpus),
+		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
+		cmocka_unit_test(fmt_groups_thousands),
+		cmocka_unit_test(meminfo_parses_kb_and_needs_memtotal),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,199 @@
+/* Unit tests for the launch-command parser: engines, aliases, value forms, and hostile input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "plan/launch.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define PARSE(l, ...)                                                                  \
+	({                                                                             \
+		char *argv_[] = {__VA_ARGS__};                                         \
+		launch_parse((int)(sizeof argv_ / sizeof argv_[0]), argv_, (l));       \
+	})
+
+static void sglang_module_with_aliases_and_equals(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "python3", "-u", "-m", "sglang.launch_server", "--model-path", "/m", "--tp=8",
+			       "--mem-fraction-static", "0.85", "--enable-hierarchical-cache", "--hicache-size", "300"),
+			 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_string_equal(l.model, "/m");
+	assert_int_equal(l.tp, 8);
+	assert_true(l.has_mem_fraction);
+	assert_true(l.mem_fraction > 0.849 && l.mem_fraction < 0.851);
+	assert_true(l.hicache);
+	assert_true(l.has_hicache_size);
+	assert_true(l.hicache_size_gb == 300);
+	launch_free(&l);
+
+	assert_int_equal(PARSE(&l, "sglang", "serve", "--model", "x/y", "--tp-size", "4", "--dp-size", "2",
+			       "--pp-size=2"), 0);
+	assert_int_equal(l.tp, 4);
+	assert_int_equal(l.dp, 2);
+	assert_int_equal(l.pp, 2);
+	launch_free(&l);
+
+	assert_int_equal(PARSE(&l, "/usr/bin/python3.11", "-m", "sglang.launch_server", "--model-path", "m",
+			       "--tensor-parallel-size", "2"), 0);
+	assert_int_equal(l.tp, 2);
+	launch_free(&l);
+}
+
+static void vllm_forms_positional_model_and_short_flags(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "meta-llama/Llama-3.1-70B", "-tp", "4", "--gpu-memory-utilization=0.9",
+			       "--kv-offloading-size", "64", "--swap-space", "8", "--cpu-offload-gb", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_string_equal(l.model, "meta-llama/Llama-3.1-70B");
+	assert_int_equal(l.tp, 4);
+	assert_true(l.has_kv_offload && l.kv_offload_gib == 64);
+	assert_true(l.has_swap_space && l.swap_space_gib == 8);
+	assert_true(l.has_cpu_offload && l.cpu_offload_gib == 2);
+	launch_free(&l);
+
+	assert_int_equal(PARSE(&l, "python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m",
+			       "--tensor-parallel-size", "2", "--max-model-len", "32k"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_int_equal(l.tp, 2);
+	assert_int_equal(l.context_len, 32000);
+	launch_free(&l);
+
+	/* How a console script shows in /proc/PID/cmdline. */
+	assert_int_equal(PARSE(&l, "/usr/bin/python3", "/usr/local/bin/vllm", "serve", "m", "--max-model-len", "8K"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_int_equal(l.context_len, 8192);
+	launch_free(&l);
+}
+
+static void env_prefix_sets_cuda_visible_devices(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "env", "CUDA_VISIBLE_DEVICES=4,5", "NCCL_DEBUG=INFO", "vllm", "serve", "m", "-tp", "2"), 0);
+	assert_true(l.has_cuda_visible);
+	assert_string_equal(l.cuda_visible, "4,5");
+	launch_free(&l);
+}
+
+static void unknown_flags_are_recorded_with_their_values_skipped(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--frobnicate", "7", "--wobble", "--tp", "2"), 0);
+	/* vLLM has no --tp: it is unknown too, and "2" is taken as its value. */
+	assert_int_equal(l.nunknown, 3);
+	assert_string_equal(l.unknown[0], "--frobnicate");
+	assert_string_equal(l.unknown[1], "--wobble");
+	assert_int_equal(l.tp, 1);
+	launch_free(&l);
+}
+
+static void vllm_no_prefix_clears_a_boolean(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--enable-expert-parallel", "--no-enable-expert-parallel"), 0);
+	assert_false(l.expert_parallel);
+	launch_free(&l);
+}
+
+/* Each malformed line fails with an error naming the flag. */
+static void expect_error(const char *needle, int argc, char **argv)
+{
+	struct launch l;
+	assert_int_equal(launch_parse(argc, argv, &l), -EINVAL);
+	assert_non_null(l.error);
+	if (!strstr(l.error, needle))
+		fail_msg("error '%s' does not name '%s'", l.error, needle);
+	launch_free(&l);
+}
+#define EXPECT_ERROR(needle, ...)                                                   \
+	do {                                                                        \
+		char *argv_[] = {__VA_ARGS__};                                      \
+		expect_error(needle, (int)(sizeof argv_ / sizeof argv_[0]), argv_); \
+	} while (0)
+
+static void malformed_values_name_the_flag(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("--tp abc", "sglang", "serve", "--model-path", "m", "--tp", "abc");
+	EXPECT_ERROR("--tp needs a value", "sglang", "serve", "--model-path", "m", "--tp");
+	EXPECT_ERROR("--tp needs a value", "sglang", "serve", "--model-path", "m", "--tp", "--dp", "2");
+	EXPECT_ERROR("--tp 0", "sglang", "serve", "--model-path", "m", "--tp", "0");
+	EXPECT_ERROR("--tp -8", "sglang", "serve", "--model-path", "m", "--tp", "-8");
+	EXPECT_ERROR("--tp 2.5", "sglang", "serve", "--model-path", "m", "--tp", "2.5");
+	EXPECT_ERROR("--tp 1e30", "sglang", "serve", "--model-path", "m", "--tp", "1e30");
+	EXPECT_ERROR("--mem-fraction-static 1.5", "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "1.5");
+	EXPECT_ERROR("--mem-fraction-static 0", "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "0");
+	EXPECT_ERROR("--mem-fraction-static -0.2", "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "-0.2");
+	EXPECT_ERROR("--mem-fraction-static nan", "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "nan");
+	EXPECT_ERROR("--gpu-memory-utilization inf", "vllm", "serve", "m", "--gpu-memory-utilization", "inf");
+	EXPECT_ERROR("--gpu-memory-utilization needs a value", "vllm", "serve", "m", "--gpu-memory-utilization=");
+	EXPECT_ERROR("--hicache-size -5", "sglang", "serve", "--model-path", "m", "--hicache-size", "-5");
+	EXPECT_ERROR("--hicache-size 1e30", "sglang", "serve", "--model-path", "m", "--hicache-size", "1e30");
+	EXPECT_ERROR("--hicache-size 37.5", "sglang", "serve", "--model-path", "m", "--hicache-size", "37.5");
+	EXPECT_ERROR("--hicache-size 0x10", "sglang", "serve", "--model-path", "m", "--hicache-size", "0x10");
+	EXPECT_ERROR("--hicache-ratio 0", "sglang", "serve", "--model-path", "m", "--hicache-ratio", "0");
+	EXPECT_ERROR("--kv-offloading-size -1", "vllm", "serve", "m", "--kv-offloading-size", "-1");
+	EXPECT_ERROR("--swap-space 1e30", "vllm", "serve", "m", "--swap-space", "1e30");
+	EXPECT_ERROR("--enable-dp-attention takes no value", "sglang", "serve", "--model-path", "m", "--enable-dp-attention=1");
+	EXPECT_ERROR("--dp 3", "sglang", "serve", "--model-path", "m", "--tp", "8", "--dp", "3", "--enable-dp-attention");
+	EXPECT_ERROR("--model-path", "python", "-m", "sglang.launch_server", "--tp", "8");
+}
+
+static void unknown_engines_are_refused(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("not an SGLang or vLLM", "torchrun", "train.py");
+	EXPECT_ERROR("python -m http.server", "python3", "-m", "http.server");
+	EXPECT_ERROR("inline code", "python3", "-c", "print(1)");
+	EXPECT_ERROR("only the 'serve'", "vllm", "bench", "m");
+	EXPECT_ERROR("empty", "CUDA_VISIBLE_DEVICES=0");
+	struct launch l;
+	assert_int_equal(launch_parse(0, NULL, &l), -EINVAL);
+	launch_free(&l);
+}
+
+static void nul_separated_cmdline_splits_into_argv(void **state)
+{
+	(void)state;
+	static const char buf[] = "python3\0-m\0sglang.launch_server\0--tp\0008\0";
+	int argc;
+	char **argv = launch_argv_from_nul(buf, sizeof buf - 1, &argc);
+	assert_int_equal(argc, 5);
+	assert_string_equal(argv[0], "python3");
+	assert_string_equal(argv[4], "8");
+	assert_null(argv[5]);
+	launch_argv_free(argv, argc);
+	/* No trailing NUL (a process that rewrote its argv) still gives the last word. */
+	argv = launch_argv_from_nul("a\0b", 3, &argc);
+	assert_int_equal(argc, 2);
+	assert_string_equal(argv[1], "b");
+	launch_argv_free(argv, argc);
+	argv = launch_argv_from_nul("", 0, &argc);
+	assert_int_equal(argc, 0);
+	launch_argv_free(argv, argc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sglang_module_with_aliases_and_equals),
+		cmocka_unit_test(vllm_forms_positional_model_and_short_flags),
+		cmocka_unit_test(env_prefix_sets_cuda_visible_devices),
+		cmocka_unit_test(unknown_flags_are_recorded_with_their_values_skipped),
+		cmocka_unit_test(vllm_no_prefix_clears_a_boolean),
+		cmocka_unit_test(malformed_values_name_the_flag),
+		cmocka_unit_test(unknown_engines_are_refused),
+		cmocka_unit_test(nul_separated_cmdline_splits_into_argv),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
