@@ -5,7 +5,7 @@ BUILD   ?= build
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Isrc \
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Isrc \
            -DGPUWHO_VERSION='"$(VERSION)"' $(shell pkg-config --cflags jansson 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -ldl -lm -pthread
 

@@ -193,14 +193,25 @@ static const char *init_headline(int rc)
 	return "NVML could not start";
 }
 
+/* Parses hex digits up to `stop` (or the end when stop is 0) at *s; advances past the stop. */
+static bool hex_part(const char **s, char stop, unsigned *out, size_t maxdigits)
+{
+	size_t n = strspn(*s, "0123456789abcdefABCDEF");
+	if (n == 0 || n > maxdigits || (*s)[n] != stop)
+		return false;
+	*out = (unsigned)strtoul(*s, NULL, 16);
+	*s += n + (stop ? 1 : 0);
+	return true;
+}
+
 bool nvml_normalize_bus_id(const char *in, char *out, size_t n)
 {
 	unsigned dom, bus, dev, fn;
-	int end = 0;
+	const char *s = in;
 	/* NVML writes "00000000:65:00.0" (8-digit domain, uppercase hex); /proc/driver/nvidia and
 	 * sysfs say "0000:65:00.0". One spelling makes them comparable. */
-	if (sscanf(in, "%x:%x:%x.%x%n", &dom, &bus, &dev, &fn, &end) != 4 || in[end] != '\0' || bus > 0xff ||
-	    dev > 0x1f || fn > 7) {
+	if (!hex_part(&s, ':', &dom, 8) || !hex_part(&s, ':', &bus, 2) || !hex_part(&s, '.', &dev, 2) ||
+	    !hex_part(&s, '\0', &fn, 1) || dev > 0x1f || fn > 7) {
 		snprintf(out, n, "%s", in);
 		return false;
 	}
@@ -410,6 +421,7 @@ static void gpu_read_procs(const struct api *a, nvml_dev dev, struct nvml_gpu *g
 			unsigned stride;
 			rc = proc_read(a->procs[l][v], 3 - (unsigned)v, dev, 1u << l, &r, &stride);
 			if (rc == NVML_OK) {
+				g->list_api[l] = 3 - (unsigned)v;
 				proc_merge(g, &cap, &r);
 				if (stride && !info->proc_stride)
 					info->proc_stride = stride;

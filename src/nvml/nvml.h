@@ -82,6 +82,7 @@ struct nvml_gpu {
 	struct nvml_proc *procs;       /* one per pid, merged across the lists */
 	size_t nprocs;
 	int list_rc[NVML_NLISTS];      /* per list (compute, graphics, mps) */
+	unsigned list_api[NVML_NLISTS]; /* which function version (3, 2, 1) answered each list; 0 none */
 	char *error;                   /* one line when the GPU as a whole failed (lost, no handle), else NULL */
 };
 

@@ -63,8 +63,8 @@ typedef struct {
 #define EXPORT __attribute__((visibility("default")))
 #define MIB (1024ULL * 1024ULL)
 #define NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
-#define MAX_GPUS 16
-#define MAX_PROCS 256
+#define MAX_GPUS 8
+#define MAX_PROCS 1024
 #define MAX_FAILS 32
 #define NLISTS 3
 
