@@ -408,13 +408,15 @@ static bool gpu_failed(struct nvml_gpu *g, const char *call, int rc)
 }
 
 /* Reads the three process lists of one GPU, each with the newest function version the library has,
- * falling back to an older one when a newer answers FUNCTION_NOT_FOUND. */
+ * falling back to an older one when a newer answers FUNCTION_NOT_FOUND or writes entries in a
+ * layout we do not recognise (a future driver's, say). */
 static void gpu_read_procs(const struct api *a, nvml_dev dev, struct nvml_gpu *g, struct nvml_info *info)
 {
 	size_t cap = 0;
 	for (int l = 0; l < NVML_NLISTS; l++) {
 		int rc = NVML_E_FUNCTION_NOT_FOUND;
-		for (int v = 0; v < 3 && rc == NVML_E_FUNCTION_NOT_FOUND; v++) {
+		bool bad_layout = false;
+		for (int v = 0; v < 3 && (rc == NVML_E_FUNCTION_NOT_FOUND || rc == NVML_E_BAD_LAYOUT); v++) {
 			if (!a->procs[l][v])
 				continue;
 			struct raw_list r;
@@ -427,10 +429,12 @@ static void gpu_read_procs(const struct api *a, nvml_dev dev, struct nvml_gpu *g
 					info->proc_stride = stride;
 			}
 			free(r.p);
+			bad_layout |= rc == NVML_E_BAD_LAYOUT;
 			if (gpu_failed(g, proc_fn_names[l][v], rc))
 				break;
 		}
-		g->list_rc[l] = rc;
+		/* an unreadable answer says more than the older versions' absence */
+		g->list_rc[l] = rc == NVML_E_FUNCTION_NOT_FOUND && bad_layout ? NVML_E_BAD_LAYOUT : rc;
 		if (g->error)
 			break;
 	}

@@ -25,7 +25,8 @@
  *   proc gpu=N pid=P mib=M|unknown [list=compute|graphics|mps] [gi=N ci=N]
  *                                  a process; `unknown` is NVML_VALUE_NOT_AVAILABLE; list defaults
  *                                  to compute; gi/ci default to 0xFFFFFFFF (no MIG)
- *   stride 32                      _v3 process functions write 32-byte entries (drivers 535.43-535.86)
+ *   stride 32|40                   _v3 process functions write 32-byte entries (drivers 535.43-535.86),
+ *                                  or 40-byte ones (a layout no driver has used: an unknown future one)
  *   grow_between_calls N [TIMES]   each time a process list answers INSUFFICIENT_SIZE, N more
  *                                  processes (pid 40000+) join it, at most TIMES times [1]
  */
@@ -217,7 +218,7 @@ static bool scenario_line(char *line)
 		snprintf(S.nvml, sizeof S.nvml, "%s", tok[1]);
 	else if (!strcmp(tok[0], "init_error") && n == 2 && num(tok[1], &a))
 		S.init_error = (int)a;
-	else if (!strcmp(tok[0], "stride") && n == 2 && num(tok[1], &a) && (a == 24 || a == 32))
+	else if (!strcmp(tok[0], "stride") && n == 2 && num(tok[1], &a) && (a == 24 || a == 32 || a == 40))
 		S.stride = (unsigned)a;
 	else if (!strcmp(tok[0], "grow_between_calls") && (n == 2 || n == 3) && num(tok[1], &a) &&
 		 (n == 2 || num(tok[2], &b))) {

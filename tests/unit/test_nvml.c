@@ -304,12 +304,17 @@ static void test_pid_in_several_lists_is_one_process_with_each_list(void **state
 				 "proc gpu=0 pid=500 mib=100 list=compute\n"
 				 "proc gpu=0 pid=500 mib=100 list=graphics\n"
 				 "proc gpu=0 pid=501 mib=unknown list=compute\n"
-				 "proc gpu=0 pid=501 mib=7 list=mps\n",
+				 "proc gpu=0 pid=501 mib=7 list=mps\n"
+				 "proc gpu=0 pid=600 mib=3 gi=1 ci=0\n"
+				 "proc gpu=0 pid=600 mib=4 gi=2 ci=0\n",
 				 &info),
 			 0);
 	const struct nvml_gpu *g = &info.gpus[0];
-	assert_int_equal(g->nprocs, 2);
-	const struct nvml_proc *p = find_proc(g, 500);
+	assert_int_equal(g->nprocs, 3);
+	const struct nvml_proc *p = find_proc(g, 600); /* contexts on two MIG instances add up */
+	assert_int_equal(p->lists, NVML_LIST_COMPUTE);
+	assert_int_equal(p->used_bytes, 7 * MIB);
+	p = find_proc(g, 500);
 	assert_int_equal(p->lists, NVML_LIST_COMPUTE | NVML_LIST_GRAPHICS);
 	assert_int_equal(p->used_bytes, 100 * MIB);
 	p = find_proc(g, 501);
@@ -393,6 +398,36 @@ static void test_32_byte_v3_entries_of_driver_535_are_measured_not_assumed(void 
 	assert_int_equal(info.gpus[0].nprocs, 1);
 	assert_int_equal(info.gpus[0].procs[0].pid, 1001);
 	assert_int_equal(info.gpus[0].procs[0].used_bytes, 11 * MIB);
+	nvml_info_free(&info);
+}
+
+static void test_unrecognised_v3_entry_layout_falls_back_to_v2(void **state)
+{
+	(void)state;
+	struct nvml_info info;
+	assert_int_equal(collect("stride 40\ngpu 0\nproc gpu=0 pid=1001 mib=11\nproc gpu=0 pid=1002 mib=22\n", &info),
+			 0);
+	const struct nvml_gpu *g = &info.gpus[0];
+	assert_int_equal(g->list_rc[0], 0);
+	assert_int_equal(g->list_api[0], 2);
+	assert_int_equal(g->nprocs, 2);
+	assert_int_equal(find_proc(g, 1002)->used_bytes, 22 * MIB);
+	assert_int_equal(info.proc_stride, 24);
+	nvml_info_free(&info);
+
+	/* with no older version to fall back on, the list is marked, and nothing is made up */
+	assert_int_equal(collect("stride 40\ngpu 0\nproc gpu=0 pid=1001 mib=11\n"
+				 "missing nvmlDeviceGetComputeRunningProcesses_v2\n"
+				 "missing nvmlDeviceGetComputeRunningProcesses\n"
+				 "proc gpu=0 pid=2002 mib=5 list=graphics\n",
+				 &info),
+			 0);
+	g = &info.gpus[0];
+	assert_int_equal(g->list_rc[0], NVML_E_BAD_LAYOUT);
+	assert_int_equal(g->list_rc[1], 0); /* graphics fell back to _v2 */
+	assert_int_equal(g->list_api[1], 2);
+	assert_int_equal(g->nprocs, 1);
+	assert_int_equal(g->procs[0].pid, 2002);
 	nvml_info_free(&info);
 }
 
@@ -537,6 +572,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_old_library_uses_v1_symbols_and_16_byte_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v3_answering_function_not_found_falls_back_to_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_byte_v3_entries_of_driver_535_are_measured_not_assumed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unrecognised_v3_entry_layout_falls_back_to_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_gpu_is_recorded_while_the_others_are_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_lost_mid_read_stops_that_gpu_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_v2_refused_falls_back_to_v1, setup, teardown),
