@@ -22,6 +22,8 @@
  *   missing FUNCTION               same as `fail FUNCTION 13` (FUNCTION_NOT_FOUND). To have a symbol
  *                                  truly absent, load fake_nvml_old.so (built from this file with
  *                                  FAKE_NVML_OLD: only the unversioned v1 symbols, no MIG, no remapping)
+ *   proc_api v1|v2|v3              the process functions newer than this answer FUNCTION_NOT_FOUND
+ *                                  (shorthand for `missing` on each of them)
  *   proc gpu=N pid=P mib=M|unknown [list=compute|graphics|mps] [gi=N ci=N]
  *                                  a process; `unknown` is NVML_VALUE_NOT_AVAILABLE; list defaults
  *                                  to compute; gi/ci default to 0xFFFFFFFF (no MIG)
@@ -255,6 +257,18 @@ static bool scenario_line(char *line)
 				return false;
 			f->gpu = (int)a;
 		}
+	} else if (!strcmp(tok[0], "proc_api") && n == 2 && tok[1][0] == 'v' && tok[1][1] >= '1' && tok[1][1] <= '3' &&
+		   !tok[1][2]) {
+		static const char *const lists[] = {"Compute", "Graphics", "MPSCompute"};
+		for (int v = tok[1][1] - '0' + 1; v <= 3; v++)
+			for (int l = 0; l < NLISTS; l++) {
+				if (S.nfails >= MAX_FAILS)
+					return false;
+				struct ffail *f = &S.fails[S.nfails++];
+				snprintf(f->fn, sizeof f->fn, "nvmlDeviceGet%sRunningProcesses_v%d", lists[l], v);
+				f->code = 13;
+				f->gpu = -1;
+			}
 	} else if (!strcmp(tok[0], "proc"))
 		return proc_line(tok, n);
 	else

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "nvml/nvml.h"
+#include "nvml/nvml_json.h"
 #include "util.h"
 
 #include <libgen.h>
@@ -375,6 +376,49 @@ static void test_v3_answering_function_not_found_falls_back_to_v2(void **state)
 	nvml_info_free(&info);
 }
 
+static void test_each_process_list_version_reads_the_same_processes(void **state)
+{
+	(void)state;
+	static const char *const apis[] = {"v1", "v2", "v3"};
+	for (unsigned v = 1; v <= 3; v++) {
+		struct nvml_info info;
+		char *text = xasprintf("proc_api %s\ngpu 0\nproc gpu=0 pid=31 mib=310 gi=1 ci=1\n"
+				       "proc gpu=0 pid=32 mib=unknown list=graphics\nproc gpu=0 pid=33 mib=330 list=mps\n",
+				       apis[v - 1]);
+		assert_int_equal(collect(text, &info), 0);
+		free(text);
+		const struct nvml_gpu *g = &info.gpus[0];
+		for (int l = 0; l < NVML_NLISTS; l++) {
+			assert_int_equal(g->list_rc[l], 0);
+			assert_int_equal(g->list_api[l], v);
+		}
+		assert_int_equal(info.proc_stride, v == 1 ? 16 : 24);
+		assert_int_equal(g->nprocs, 3);
+		assert_int_equal(find_proc(g, 31)->used_bytes, 310 * MIB);
+		assert_int_equal(find_proc(g, 31)->instance_known, v >= 2); /* v1 entries carry no MIG ids */
+		assert_false(find_proc(g, 32)->used_known);
+		assert_int_equal(find_proc(g, 33)->used_bytes, 330 * MIB);
+		nvml_info_free(&info);
+	}
+}
+
+static void test_collected_unknown_memory_and_lost_gpu_reach_the_json(void **state)
+{
+	(void)state;
+	struct nvml_info info;
+	assert_int_equal(collect("gpu 0\ngpu 1\ngpu_error 1 15\nproc gpu=0 pid=99999 mib=unknown\n", &info), 0);
+	json_t *j = nvml_info_to_json(&info);
+	json_t *gpus = json_object_get(j, "gpus");
+	json_t *p = json_array_get(json_object_get(json_array_get(gpus, 0), "processes"), 0);
+	assert_int_equal(json_integer_value(json_object_get(p, "pid")), 99999);
+	assert_true(json_is_null(json_object_get(p, "used_bytes")));
+	json_t *lost = json_array_get(gpus, 1);
+	assert_non_null(strstr(json_string_value(json_object_get(lost, "error")), "GPU_IS_LOST"));
+	assert_true(json_is_null(json_object_get(lost, "memory")));
+	json_decref(j);
+	nvml_info_free(&info);
+}
+
 static void test_32_byte_v3_entries_of_driver_535_are_measured_not_assumed(void **state)
 {
 	(void)state;
@@ -571,6 +615,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pid_in_several_lists_is_one_process_with_each_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_library_uses_v1_symbols_and_16_byte_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v3_answering_function_not_found_falls_back_to_v2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_each_process_list_version_reads_the_same_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collected_unknown_memory_and_lost_gpu_reach_the_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_32_byte_v3_entries_of_driver_535_are_measured_not_assumed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unrecognised_v3_entry_layout_falls_back_to_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_gpu_is_recorded_while_the_others_are_read, setup, teardown),
