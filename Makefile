@@ -40,7 +40,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 
 $(BUILD)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(CFLAGS) -MMD -MP -fPIC -shared $(LDFLAGS) -o $@ $< $(LDLIBS)
 
 tests: $(BUILD)/gpuwho $(UNIT) $(HELPERS) $(TESTLIBS)
 
@@ -63,4 +63,4 @@ clean:
 	rm -rf build build-asan
 
 .PHONY: all tests check asan check-asan install clean
--include $(OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(TESTLIBS:.so=.d)
