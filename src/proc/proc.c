@@ -331,6 +331,16 @@ static void cmdline_from_thread(int piddir, struct proc_info *p)
 	closedir(d);
 }
 
+static int proc_read_info_stat(int procfd, int pid, struct proc_info *p);
+
+bool proc_is_host_pidns(int procfd)
+{
+	struct proc_info p = {0};
+	if (proc_read_info_stat(procfd, 2, &p) < 0)
+		return false;
+	return p.kthread;
+}
+
 static double boot_time_cached = -1;
 
 double proc_boot_time(int procfd)
@@ -347,6 +357,19 @@ double proc_boot_time(int procfd)
 	}
 	boot_time_cached = bt;
 	return bt;
+}
+
+/* Opens /proc/PID and reads its stat only. */
+static int proc_read_info_stat(int procfd, int pid, struct proc_info *p)
+{
+	char name[32];
+	snprintf(name, sizeof name, "%d", pid);
+	int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = proc_read_stat(dfd, p);
+	close(dfd);
+	return r;
 }
 
 int proc_read_info(int procfd, int pid, struct proc_info *p)

@@ -94,6 +94,17 @@ test_process_in_child_pid_namespace_is_shown_with_both_pids() {
 	expect_jq "$out" "$mine | .nspid | length == 2 and .[1] == 1 and .[0] > 1"
 }
 
+test_scan_from_inside_a_pid_namespace_says_what_it_cannot_see() {
+	need_root
+	mknod "$TMP/nvidia0" c 1 7
+	start_holder a --open "$TMP/nvidia0"
+	out=$(unshare -p -f --kill-child --mount-proc "$GPUWHO" holders "$TMP/nvidia0")
+	expect_has "$out" "No process holds $TMP/nvidia0"
+	expect_has "$out" "PID namespace other than the host's"
+	out=$("$GPUWHO" holders "$TMP/nvidia0")
+	expect_not "$out" "PID namespace other than the host's"
+}
+
 test_bind_mounted_target_is_reported_as_a_mount_not_a_holder() {
 	need_root
 	command -v unshare >/dev/null || skip "no unshare"
