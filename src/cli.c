@@ -44,7 +44,9 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 	 * A leading ":" reports a missing argument distinctly. */
 	char *so = xasprintf(":h%s", shortopts ? shortopts : "");
 	int ret = 0;
-	optind = 1;
+	/* 0, not 1: glibc then resets its whole state, including the position inside a group of
+	 * short options where an earlier parse stopped ("-hv" stops at h). */
+	optind = 0;
 	opterr = 0;
 	for (;;) {
 		int li = -1;

@@ -259,6 +259,21 @@ static void unknown_options_are_cli_bad_and_named(void **state)
 	}
 }
 
+/* A parse that stops inside a group of short options ("-hv" stops at h) must not leak its
+ * position into the next parse (getopt keeps it in static state unless optind is set to 0). */
+static void a_parse_stopped_inside_a_group_does_not_leak_into_the_next(void **state)
+{
+	(void)state;
+	struct run x;
+	char *first[] = {"test", "-hv", NULL};
+	parse(&x, 2, first);
+	assert_int_equal(x.r, CLI_HELP);
+	char *second[] = {"test", "op", NULL};
+	parse(&x, 2, second);
+	assert_int_equal(x.s.verbose, 0);
+	assert_int_equal(x.r, 1);
+}
+
 static void unique_abbreviations_of_long_options_are_accepted(void **state)
 {
 	(void)state;
@@ -310,6 +325,7 @@ int main(void)
 		cmocka_unit_test(help_prints_usage_to_stdout_and_returns_cli_help),
 		cmocka_unit_test(missing_value_is_cli_bad_and_names_the_option),
 		cmocka_unit_test(unknown_options_are_cli_bad_and_named),
+		cmocka_unit_test(a_parse_stopped_inside_a_group_does_not_leak_into_the_next),
 		cmocka_unit_test(unique_abbreviations_of_long_options_are_accepted),
 		cmocka_unit_test(callback_refusal_is_cli_bad),
 		cmocka_unit_test(own_options_may_be_absent),
