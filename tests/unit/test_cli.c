@@ -259,6 +259,25 @@ static void unknown_options_are_cli_bad_and_named(void **state)
 	}
 }
 
+/* getopt_long reports "--json=1" as '?' with optopt set to the option's value (0x1000 here, a
+ * NUL when printed with %c): the message must name the option, not print "-\0". */
+static void value_given_to_a_flag_is_cli_bad_and_names_the_flag(void **state)
+{
+	(void)state;
+	struct run x;
+	{
+		PARSE(&x, "--json=1");
+		assert_int_equal(x.r, CLI_BAD);
+		assert_non_null(strstr(x.err, "gpuwho test: option '--json' takes no value"));
+	}
+	{
+		/* An own flag whose value is a letter: not "unknown option '-v'". */
+		PARSE(&x, "--verbose=yes");
+		assert_int_equal(x.r, CLI_BAD);
+		assert_non_null(strstr(x.err, "option '--verbose' takes no value"));
+	}
+}
+
 /* A parse that stops inside a group of short options ("-hv" stops at h) must not leak its
  * position into the next parse (getopt keeps it in static state unless optind is set to 0). */
 static void a_parse_stopped_inside_a_group_does_not_leak_into_the_next(void **state)
@@ -325,6 +344,7 @@ int main(void)
 		cmocka_unit_test(help_prints_usage_to_stdout_and_returns_cli_help),
 		cmocka_unit_test(missing_value_is_cli_bad_and_names_the_option),
 		cmocka_unit_test(unknown_options_are_cli_bad_and_named),
+		cmocka_unit_test(value_given_to_a_flag_is_cli_bad_and_names_the_flag),
 		cmocka_unit_test(a_parse_stopped_inside_a_group_does_not_leak_into_the_next),
 		cmocka_unit_test(unique_abbreviations_of_long_options_are_accepted),
 		cmocka_unit_test(callback_refusal_is_cli_bad),
