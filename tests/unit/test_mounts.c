@@ -183,6 +183,25 @@ static void hidepid_of_the_proc_mount(void **state)
 	mounts_free(m, n);
 }
 
+/* `unshare -p -f --mount-proc` (or a runtime) mounts a new proc over /proc: mountinfo lists the
+ * hidden one first and the visible one, on top, later. */
+static void hidepid_of_stacked_proc_mounts_is_the_topmost_ones(void **state)
+{
+	(void)state;
+	size_t n;
+	struct mount_entry *m = mounts_parse("23 1 0:21 / /proc rw - proc proc rw\n"
+					     "24 1 8:1 / /home rw - ext4 /dev/sda1 rw\n"
+					     "512 23 0:60 / /proc rw - proc proc rw,hidepid=invisible\n",
+					     &n);
+	assert_string_equal(mounts_proc_hidepid(m, n, "/proc"), "invisible");
+	mounts_free(m, n);
+	m = mounts_parse("23 1 0:21 / /proc rw - proc proc rw,hidepid=2\n"
+			 "512 23 0:60 / /proc rw - proc proc rw\n",
+			 &n);
+	assert_null(mounts_proc_hidepid(m, n, "/proc"));
+	mounts_free(m, n);
+}
+
 static void hidepid_none_when_the_option_or_the_mount_is_absent(void **state)
 {
 	(void)state;
@@ -364,6 +383,7 @@ int main(void)
 		cmocka_unit_test(empty_text_gives_no_entries),
 		cmocka_unit_test(parses_this_process_mountinfo),
 		cmocka_unit_test(hidepid_of_the_proc_mount),
+		cmocka_unit_test(hidepid_of_stacked_proc_mounts_is_the_topmost_ones),
 		cmocka_unit_test(hidepid_none_when_the_option_or_the_mount_is_absent),
 		T(target_whose_path_is_a_mount_point_is_a_hit),
 		T(mount_point_elsewhere_with_the_targets_dev_and_inode_is_a_hit),
