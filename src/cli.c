@@ -44,7 +44,9 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 	 * A leading ":" reports a missing argument distinctly. */
 	char *so = xasprintf(":h%s", shortopts ? shortopts : "");
 	int ret = 0;
-	optind = 1;
+	/* 0, not 1: glibc then resets its whole state, including the position inside a group of
+	 * short options where an earlier parse stopped ("-hv" stops at h). */
+	optind = 0;
 	opterr = 0;
 	for (;;) {
 		int li = -1;
@@ -62,12 +64,24 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 			fputs(usage, stdout);
 			ret = CLI_HELP;
 			goto out;
-		case '?':
-			if (optopt)
+		case '?': {
+			/* "--json=1": getopt_long sets optopt to the flag's value (not a printable letter
+			 * for the common options) and has consumed the argument; name the flag instead. */
+			const char *a = argv[optind - 1], *eq = strchr(a, '=');
+			const struct option *flag = NULL;
+			if (optopt && eq && str_starts(a, "--"))
+				for (const struct option *x = all; x->name; x++)
+					if (x->val == optopt && x->has_arg == no_argument &&
+					    !strncmp(x->name, a + 2, (size_t)(eq - a - 2)))
+						flag = x;
+			if (flag)
+				cli_error(c, "option '--%s' takes no value", flag->name);
+			else if (optopt)
 				cli_error(c, "unknown option '-%c'", optopt);
 			else
-				cli_error(c, "unknown option '%s'", argv[optind - 1]);
+				cli_error(c, "unknown option '%s'", a);
 			goto bad;
+		}
 		case ':':
 			cli_error(c, "option '%s' needs a value", argv[optind - 1]);
 			goto bad;

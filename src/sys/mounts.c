@@ -128,15 +128,16 @@ void mounts_find_targets(const struct mount_entry *m, size_t nm, const struct ta
 
 const char *mounts_proc_hidepid(const struct mount_entry *m, size_t n, const char *proc_root)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(m[i].fstype, "proc") || strcmp(m[i].mount_point, proc_root))
-			continue;
-		const char *h = strstr(m[i].super_opts, "hidepid=");
-		if (!h)
-			return NULL;
-		static char val[32];
-		snprintf(val, sizeof val, "%.*s", (int)strcspn(h + 8, ","), h + 8);
-		return val;
-	}
-	return NULL;
+	/* The last proc mount at proc_root is the visible one: `unshare --mount-proc` and container
+	 * runtimes mount a new proc on top of the old, which mountinfo still lists first. */
+	const struct mount_entry *top = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(m[i].fstype, "proc") && !strcmp(m[i].mount_point, proc_root))
+			top = &m[i];
+	const char *h = top ? strstr(top->super_opts, "hidepid=") : NULL;
+	if (!h)
+		return NULL;
+	static char val[32];
+	snprintf(val, sizeof val, "%.*s", (int)strcspn(h + 8, ","), h + 8);
+	return val;
 }
