@@ -59,11 +59,19 @@ static char *heirs_list(const struct acct_gpu *g)
 }
 
 /* The sentence that explains a row, or NULL for a plain attributed one. Malloc'ed. */
-static char *row_message(const struct acct_gpu *g, const struct acct_proc *r)
+static char *row_message(const struct acct_gpu *g, const struct acct_proc *r, const struct holders_scan *s)
 {
 	switch (r->kind) {
 	case ACCT_ATTRIBUTED:
-		return r->holder ? NULL : xstrdup("NVML lists it, but it holds no NVIDIA device node gpuwho could see");
+		if (r->holder)
+			return NULL;
+		for (size_t i = 0; i < s->ndenied; i++)
+			if (s->denied[i].pid == r->pid)
+				return xstrdup("NVML lists it; its open files could not be inspected (permission denied)");
+		for (size_t i = 0; i < s->ntimed_out; i++)
+			if (s->timed_out[i].pid == r->pid)
+				return xasprintf("NVML lists it; its files were skipped: %s", s->timed_out[i].why);
+		return xstrdup("NVML lists it, but it holds no NVIDIA device node gpuwho could see");
 	case ACCT_OUTSIDE:
 		return xasprintf("PID %d not found in this PID namespace: held outside this PID namespace (host PID %d)",
 				 r->pid, r->pid);
@@ -127,13 +135,14 @@ static void wrap(FILE *f, const char *text, int width, const char *indent, int c
 	fputc('\n', f);
 }
 
-/* A short container cell: "docker 1a2b3c4d (pid 1)"; "-" when none. */
+/* A short container cell: "docker 1a2b3c4d", plus " pid N" (its PID inside) when it lives in a
+ * nested PID namespace; "ns pid N" for a nested namespace without a container runtime; "-". */
 static char *container_cell(const struct proc_info *p)
 {
 	const struct container *c = p ? &p->container : NULL;
 	char *base;
 	if (!c || !c->runtime)
-		base = xstrdup("-");
+		base = xstrdup(p && p->nnspid > 1 ? "ns" : "-");
 	else if (c->pod_uid)
 		base = xasprintf("k8s %.8s", c->pod_uid);
 	else if (c->id)
@@ -141,7 +150,7 @@ static char *container_cell(const struct proc_info *p)
 	else
 		base = xstrdup(c->runtime);
 	if (p && p->nnspid > 1) {
-		char *n = xasprintf("%s (pid %d)", base, p->nspid[p->nnspid - 1]);
+		char *n = xasprintf("%s pid %d", base, p->nspid[p->nnspid - 1]);
 		free(base);
 		return n;
 	}
@@ -172,7 +181,8 @@ static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts
 	else if (g->unattributed_known)
 		parts[n++] = xasprintf("%sunattributed %s%s%s", g->unattributed_bytes >= MIB ? col(o, C_YEL) : "",
 				       mib(a, sizeof a, g->unattributed_bytes),
-				       g->nunknown ? " (includes the processes of unknown size)" : "",
+				       g->nunknown ? (g->nunknown == 1 ? " (includes 1 process of unknown size)"
+							   : " (includes processes of unknown size)") : "",
 				       g->unattributed_bytes >= MIB ? col(o, C_OFF) : "");
 	else
 		parts[n++] = xstrdup("unattributed unknown");
@@ -215,7 +225,7 @@ static char *command_cell(const struct acct_proc *r)
 	return e;
 }
 
-static void gpu_block(FILE *f, const struct acct_gpu *g, const struct render_opts *o)
+static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_scan *s, const struct render_opts *o)
 {
 	headline(f, g, o);
 	if (g->nvml && g->nvml->error) {
@@ -275,7 +285,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct render_opt
 		const struct acct_proc *r = &g->procs[i];
 		if (r->kind != ACCT_OUTSIDE && r->kind != ACCT_EXITED && !(r->kind == ACCT_ATTRIBUTED && !r->holder))
 			continue;
-		char *m = row_message(g, r), mb[48];
+		char *m = row_message(g, r, s), mb[48];
 		char *line;
 		if (r->kind == ACCT_ATTRIBUTED)
 			line = xasprintf("PID %d: %s.", r->pid, m);
@@ -309,6 +319,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct render_opt
 void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct nvml_info *nv,
 		    const struct holders_scan *s, const struct render_opts *o)
 {
+	bool said = nv == NULL || !nv->loaded || (nv->error && nv->ngpus == 0) || (nv->loaded && !a->host_pidns);
 	if (!nv) {
 		wrap(f, "NVML not asked (--no-nvml): showing the holders /proc and /dev show, GPU memory unknown.",
 		     o->width, "", 0);
@@ -330,12 +341,12 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 	for (size_t i = 0; i < a->ngpus; i++) {
 		if (sel && !sel[i])
 			continue;
-		if (shown++ || nv)
+		if (shown++ || said)
 			fputc('\n', f);
-		gpu_block(f, &a->gpus[i], o);
+		gpu_block(f, &a->gpus[i], s, o);
 	}
 	if (a->ngpus == 0) {
-		fprintf(f, "%sNo NVIDIA GPUs found.\n", nv ? "\n" : "");
+		fprintf(f, "%sNo NVIDIA GPUs found.\n", said ? "\n" : "");
 	}
 	if (!sel && a->nothers) {
 		char *line = xasprintf("Holding NVIDIA control nodes only (no GPU node, no GPU memory):");
@@ -425,7 +436,7 @@ static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, con
 				json_array_append_new(h, json_integer(g->procs[i].pid));
 		json_object_set_new(o, "heirs", h);
 	}
-	char *m = row_message(g, r);
+	char *m = row_message(g, r, s);
 	json_object_set_new(o, "message", jstr(m));
 	free(m);
 	return o;
