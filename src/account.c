@@ -291,7 +291,7 @@ int account_select(const struct acct *a, const char *sel)
 		}
 		return -1;
 	}
-	if (strncasecmp(sel, "GPU-", 4) == 0 || strncasecmp(sel, "MIG-", 4) == 0) {
+	if (strncasecmp(sel, "GPU-", 4) == 0) {
 		int found = -1;
 		size_t n = strlen(sel);
 		for (size_t i = 0; i < a->ngpus; i++) {

@@ -187,7 +187,7 @@ static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts
 	else
 		parts[n++] = xstrdup("unattributed unknown");
 	if (g->bus_id)
-		parts[n++] = xstrdup(g->bus_id);
+		parts[n++] = escape_term(g->bus_id, strlen(g->bus_id));   /* may come from /proc/driver/nvidia */
 	if (g->target)
 		parts[n++] = escape_term(g->target->path, strlen(g->target->path));
 	int used = 0;
@@ -229,9 +229,11 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 {
 	headline(f, g, o);
 	if (g->nvml && g->nvml->error) {
+		char *e = escape_term(g->nvml->error, strlen(g->nvml->error));
 		fprintf(f, "  %s", col(o, C_RED));
-		wrap(f, g->nvml->error, o->width, "  ", 2);
+		wrap(f, e, o->width, "  ", 2);
 		fputs(col(o, C_OFF), f);
+		free(e);
 	}
 	if (g->nprocs == 0) {
 		fprintf(f, "  %s\n", g->procs_known || !g->target ? "no processes" : "no process holds the device");
