@@ -14,6 +14,7 @@ struct command {
 
 /* The first entry is what a bare `gpuwho` (or `gpuwho --json`, etc.) runs. */
 static const struct command commands[] = {
+	{"ps", cmd_ps, "every GPU: memory used/total, each holder with its memory, the unattributed MiB"},
 	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
 };

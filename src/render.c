@@ -313,7 +313,7 @@ static json_t *unseen_json(const struct unseen *u, size_t n)
 	return a;
 }
 
-static json_t *proc_json(const struct proc_info *p)
+json_t *render_proc_json(const struct proc_info *p)
 {
 	json_t *ns = json_array();
 	for (unsigned i = 0; i < p->nnspid; i++)
@@ -359,7 +359,7 @@ json_t *render_holders_json(const struct holders_scan *s)
 	json_t *holders = json_array();
 	for (size_t i = 0; i < s->nholders; i++) {
 		const struct holder *h = &s->holders[i];
-		json_t *o = proc_json(&h->info);
+		json_t *o = render_proc_json(&h->info);
 		json_t *hs = json_array();
 		for (size_t k = 0; k < h->nholds; k++) {
 			const struct hold *d = &h->holds[k];

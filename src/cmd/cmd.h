@@ -3,6 +3,7 @@
 #ifndef GPUWHO_CMD_H
 #define GPUWHO_CMD_H
 
+int cmd_ps(int argc, char **argv);
 int cmd_holders(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 

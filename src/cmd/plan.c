@@ -728,7 +728,7 @@ int cmd_plan(int argc, char **argv)
 		in.has_gpu_total = true;
 		in.gpu_total_bytes = o.gpu_mem;
 		f.gpu_source = "--gpu-mem";
-	} else if (!c.no_nvml && plan_gpu_total_live(&live)) {
+	} else if (!c.no_nvml && plan_gpu_total_live(c.nvml_path, &live)) {
 		in.has_gpu_total = true;
 		in.gpu_total_bytes = live;
 		f.gpu_source = "NVML";

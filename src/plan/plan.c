@@ -2,6 +2,7 @@
  * and the GPU and host memory, compute per-rank and per-node memory, KV tokens, concurrency and a
  * verdict per resource, with the largest value that would fit. Formulas and sources: docs/plan.md. */
 #include "plan/plan.h"
+#include "nvml/nvml.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -583,12 +584,19 @@ void plan_result_free(struct plan_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-bool plan_gpu_total_live(double *bytes)
+bool plan_gpu_total_live(const char *nvml_path, double *bytes)
 {
-	/* NVML plugs in here: nvmlDeviceGetMemoryInfo_v2(...).total of the GPUs the launch would take.
-	 * src/nvml/ is being written separately; until it lands, live GPU memory is unknown. */
+	struct nvml_info nv;
 	*bytes = 0;
-	return false;
+	if (nvml_collect(nvml_path, &nv) == 0)
+		for (size_t i = 0; i < nv.ngpus; i++) {
+			const struct nvml_gpu *g = &nv.gpus[i];
+			if (g->handle_rc == 0 && g->mem_rc == 0 && g->mem_total > 0 &&
+			    (*bytes == 0 || (double)g->mem_total < *bytes))
+				*bytes = (double)g->mem_total;
+		}
+	nvml_info_free(&nv);
+	return *bytes > 0;
 }
 
 int plan_gpu_count_live(void)

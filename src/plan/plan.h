@@ -124,9 +124,11 @@ double plan_dtype_bytes(const char *name);
 /* Formats v with thousands separators and `decimals` digits after the point into buf (40 bytes). */
 char *plan_fmt(char *buf, double v, int decimals);
 
-/* THE place live GPU memory plugs in: NVML (src/nvml/, being written separately) will answer here.
- * Until then it returns false (unknown) and callers fall back to --gpu-mem. */
-bool plan_gpu_total_live(double *bytes);
+/* Live GPU memory from NVML (nvml_collect with nvml_path; NULL: $GPUWHO_NVML, else
+ * libnvidia-ml.so.1): the smallest total among the GPUs NVML reports, since every rank must fit on
+ * its GPU. Returns false (unknown, *bytes 0) when NVML cannot answer or reports no GPU memory;
+ * callers then fall back to --gpu-mem. */
+bool plan_gpu_total_live(const char *nvml_path, double *bytes);
 
 /* GPUs on this host from /proc/driver/nvidia/gpus (one folder per GPU), or -1 when unknown. */
 int plan_gpu_count_live(void);

@@ -496,7 +496,8 @@ static int *list_pids(int procfd, size_t *n)
 	}
 	free(buf);
 	close(fd);
-	qsort(pids, *n, sizeof *pids, cmp_int);
+	if (*n)   /* qsort(NULL, 0) is undefined: an empty /proc gives no array */
+		qsort(pids, *n, sizeof *pids, cmp_int);
 	return pids;
 }
 

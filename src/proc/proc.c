@@ -408,6 +408,48 @@ int proc_read_info(int procfd, int pid, struct proc_info *p)
 	return 0;
 }
 
+int proc_read_brief(int procfd, int pid, struct proc_info *p)
+{
+	char name[32];
+	snprintf(name, sizeof name, "%d", pid);
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	int r = proc_read_stat(dfd, p);
+	if (r < 0) {
+		close(dfd);
+		return r == -ENOENT ? -ESRCH : r;
+	}
+	static long hz;
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK);
+	double bt = proc_boot_time(procfd);
+	if (bt > 0 && hz > 0)
+		p->start_time = bt + (double)p->start_ticks / (double)hz;
+	if ((r = proc_read_status(dfd, p)) < 0)
+		note_missing(p, "status", r);
+	if ((r = proc_read_comm(dfd, p)) < 0)
+		note_missing(p, "comm", r);
+	if ((r = proc_read_cgroup(dfd, p)) < 0)
+		note_missing(p, "cgroup", r);
+	close(dfd);
+	return 0;
+}
+
+bool proc_pidns_is_host(int procfd)
+{
+	struct proc_info p;
+	int dfd = openat(procfd, "2", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	memset(&p, 0, sizeof p);
+	bool host = proc_read_stat(dfd, &p) == 0 && p.kthread && p.ppid == 0;
+	close(dfd);
+	return host;
+}
+
 void proc_container_free(struct container *c)
 {
 	free(c->runtime);

@@ -68,6 +68,16 @@ void container_from_cgroup(const char *path, struct container *c);
  * recorded in p->missing. The caller frees with proc_info_free. */
 int proc_read_info(int procfd, int pid, struct proc_info *p);
 
+/* Reads the files of `pid` that cannot block (stat, status, comm, cgroup), not cmdline, which can
+ * stall on a process in D state: for processes looked at outside the holder engine's time bound.
+ * Returns like proc_read_info; free with proc_info_free. */
+int proc_read_brief(int procfd, int pid, struct proc_info *p);
+
+/* True when the /proc open at procfd shows the host's (initial) PID namespace: its PID 2 is
+ * kthreadd, a kernel thread, which only the initial namespace can see. False in a container's
+ * /proc, and when PID 2 cannot be read. */
+bool proc_pidns_is_host(int procfd);
+
 /* Frees a container's strings and zeroes it. */
 void proc_container_free(struct container *c);
 

@@ -98,7 +98,8 @@ static char *bus_for_minor(const char *proc_root, int minor)
 	return found;
 }
 
-static void add_dir(const char *dir, const char *prefix, const unsigned *majors, size_t nmajors,
+/* by_name: count nvidiaN as GPU N whatever its major (the test hook, see devices_discover). */
+static void add_dir(const char *dir, const char *prefix, const unsigned *majors, size_t nmajors, bool by_name,
 		    struct target **arr, size_t *n, size_t *cap)
 {
 	DIR *d = opendir(dir);
@@ -116,6 +117,11 @@ static void add_dir(const char *dir, const char *prefix, const unsigned *majors,
 		int gm;
 		const char *kind = devices_classify(de->d_name, major(st.st_rdev), minor(st.st_rdev), majors,
 						    nmajors, &gm);
+		unsigned long long k;
+		if (by_name && !prefix && str_starts(de->d_name, "nvidia") && parse_uint(de->d_name + 6, &k) && k < 254) {
+			kind = "gpu";
+			gm = (int)k;
+		}
 		if (prefix && !kind)
 			kind = "caps";
 		if (!kind)
@@ -153,10 +159,14 @@ struct target *devices_discover(const char *proc_root, const char *dev_root, siz
 	size_t cap = 0;
 	*n = 0;
 	*note = NULL;
-	add_dir(dev_root, NULL, majors, nmajors, &arr, n, &cap);
+	/* Test hook: under a dev_root other than /dev (GPUWHO_DEV_ROOT), mknod'ed stand-ins of any
+	 * major named nvidiaN count as GPU N, so tests can have real processes hold "GPUs" on a
+	 * machine without NVIDIA's driver. The real /dev is classified by major:minor only. */
+	bool by_name = strcmp(dev_root, "/dev") != 0;
+	add_dir(dev_root, NULL, majors, nmajors, by_name, &arr, n, &cap);
 	char caps[4096];
 	snprintf(caps, sizeof caps, "%s/nvidia-caps", dev_root);
-	add_dir(caps, "caps", majors, nmajors, &arr, n, &cap);
+	add_dir(caps, "caps", majors, nmajors, false, &arr, n, &cap);
 	for (size_t i = 0; i < *n; i++)
 		if (arr[i].gpu_minor >= 0)
 			arr[i].bus_id = bus_for_minor(proc_root, arr[i].gpu_minor);

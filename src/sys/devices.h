@@ -11,7 +11,8 @@
  * /dev/nvidiaN, nvidiactl, nvidia-modeset, nvidia-uvm, nvidia-uvm-tools, the nodes in nvidia-caps/, and any
  * other character device whose major /proc/devices names as nvidia's. Returns a malloc'ed array
  * (sorted: GPUs by minor, then the rest by path) and its length in *n; *n is 0 when none is found,
- * and *note then says why (malloc'ed, or NULL). Never fails otherwise. */
+ * and *note then says why (malloc'ed, or NULL). Never fails otherwise. Test hook: when dev_root is
+ * not "/dev", a node named nvidiaN counts as GPU N whatever its major:minor (mknod'ed stand-ins). */
 struct target *devices_discover(const char *proc_root, const char *dev_root, size_t *n, char **note);
 
 /* Classifies a device node by its name and major:minor (pure): "gpu" (and *gpu_minor), "ctl",

@@ -1,0 +1,94 @@
+/* account: joins NVML's per-GPU process lists (host PIDs with memory) with the holder engine's
+ * processes (what /proc and /dev show) into one account per GPU: who has how much memory, who
+ * holds the device without memory, and how much memory no process accounts for. Pure: no I/O. */
+#ifndef GPUWHO_ACCOUNT_H
+#define GPUWHO_ACCOUNT_H
+
+#include "nvml/nvml.h"
+#include "proc/holders.h"
+#include "proc/proc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What one row of a GPU's account is. */
+enum acct_kind {
+	ACCT_ATTRIBUTED,   /* NVML lists it (memory known or unknown) and it is in this /proc */
+	ACCT_OUTSIDE,      /* NVML's host PID is not in this /proc, which is a child PID namespace's */
+	ACCT_EXITED,       /* NVML's PID is not in this /proc, which is the host's: the creator exited and
+			    * its device files live on in processes that inherited them */
+	ACCT_INHERITED,    /* holds the GPU node, no NVML entry, and this GPU has ACCT_EXITED rows: the
+			    * likely heirs of their memory */
+	ACCT_UNMATCHED,    /* child namespace: holds the GPU node, no NVML entry under its local PID, and
+			    * this GPU has ACCT_OUTSIDE rows: its memory may be among them (NVML names
+			    * host PIDs, which a child namespace cannot map) */
+	ACCT_DEVICE_ONLY,  /* holds the GPU node; NVML listed this GPU's processes and not this one */
+	ACCT_UNKNOWN,      /* holds the GPU node; NVML could not list this GPU's processes */
+};
+
+/* One row: a process with its memory on one GPU. */
+struct acct_proc {
+	enum acct_kind kind;
+	int pid;                       /* this /proc's PID; NVML's PID for OUTSIDE and EXITED */
+	int host_pid;                  /* NVML's PID when NVML listed it; else pid when this /proc is the
+					* host's; else -1 (unknown) */
+	const struct proc_info *info;  /* borrowed; NULL for OUTSIDE and EXITED */
+	const struct holder *holder;   /* borrowed: what it holds; NULL when it holds no scanned target */
+	bool in_nvml;                  /* NVML listed it on this GPU */
+	bool used_known;               /* used_bytes is NVML's number (in_nvml and not NOT_AVAILABLE) */
+	unsigned long long used_bytes;
+	unsigned lists;                /* NVML_LIST_* bits */
+};
+
+/* One GPU, as NVML and /dev know it. */
+struct acct_gpu {
+	int index;                     /* NVML's index; -1 when NVML does not know this GPU */
+	int minor;                     /* /dev/nvidiaN's N; -1 unknown */
+	const struct nvml_gpu *nvml;   /* borrowed; NULL when NVML does not know this GPU */
+	const struct target *target;   /* borrowed /dev/nvidiaN; NULL when there is none */
+	const char *bus_id;            /* NVML's, else /proc/driver/nvidia's; NULL unknown (borrowed) */
+	bool procs_known;              /* NVML listed this GPU's processes (the compute list answered) */
+	bool mem_known;                /* total/used below are NVML's */
+	unsigned long long total_bytes, used_bytes;
+	unsigned long long attributed_bytes; /* sum of the known used_bytes of the NVML rows */
+	unsigned nunknown;             /* NVML rows whose memory NVML could not give */
+	bool unattributed_known;       /* mem_known and procs_known */
+	unsigned long long unattributed_bytes; /* used - attributed, 0 when attributed exceeds used */
+	bool over_attributed;          /* attributed > used: the two were read moments apart */
+	struct acct_proc *procs;       /* NVML rows by memory (largest first, unknown last), then
+					* INHERITED/UNMATCHED, UNKNOWN, DEVICE_ONLY by pid */
+	size_t nprocs;
+};
+
+struct acct {
+	bool host_pidns;               /* this /proc is the host's PID namespace */
+	bool nvml_ok;                  /* NVML answered */
+	struct acct_gpu *gpus;         /* NVML's GPUs in index order, then /dev-only GPUs by minor */
+	size_t ngpus;
+	const struct holder **others;  /* hold NVIDIA nodes, but no GPU node and no NVML entry */
+	size_t nothers;
+};
+
+/* Builds the account. nv: what NVML said (NULL or !nv->loaded: NVML did not answer). s: the holder
+ * scan over the NVIDIA device nodes. extra[0..nextra): processes NVML names that hold no target
+ * (read by the caller; may be empty). host_pidns: this /proc is the host's PID namespace, so NVML's
+ * PIDs are this /proc's; otherwise a PID NVML names is matched only to a process of this /proc that
+ * holds an NVIDIA node (a bare number match across namespaces would be a coincidence).
+ * Everything in *out borrows from nv, s and extra, which must outlive it. Free with account_free. */
+void account_build(const struct nvml_info *nv, const struct holders_scan *s, const struct proc_info *extra,
+		   size_t nextra, bool host_pidns, struct acct *out);
+
+/* Frees what account_build allocated; accepts NULL. */
+void account_free(struct acct *a);
+
+/* Finds the GPU a selector names: an index ("0": NVML's index, or the minor when NVML does not know
+ * the GPU), a UUID ("GPU-…", case-insensitive, a unique prefix will do), a PCI bus id ("0000:65:00.0"
+ * or "00000000:65:00.0", case-insensitive) or a device path ("/dev/nvidia0", or "nvidia0").
+ * Returns the index into a->gpus, -1 when no GPU matches, -2 when a UUID prefix matches several. */
+int account_select(const struct acct *a, const char *sel);
+
+/* The JSON/text name of a kind: "attributed", "outside_namespace", "exited", "inherited",
+ * "unmatched", "device_only", "memory_unknown". */
+const char *account_kind_name(enum acct_kind k);
+
+#endif

@@ -1,0 +1,496 @@
+/* render_ps: `gpuwho ps` as text (a headline per GPU, then its processes) and as JSON. Decides nothing. */
+#include "account.h"
+#include "escape.h"
+#include "nvml/nvml_json.h"
+#include "render.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_YEL "\033[33m"
+#define C_DIM "\033[2m"
+#define C_OFF "\033[0m"
+#define MIB (1024ULL * 1024ULL)
+
+static const char *col(const struct render_opts *o, const char *c)
+{
+	return o->color ? c : "";
+}
+
+/* "12,345" into buf: bytes in MiB, rounded to the nearest, with thousands separators. */
+static const char *num(char *buf, size_t n, unsigned long long bytes)
+{
+	unsigned long long m = (bytes + MIB / 2) / MIB;
+	char digits[32], out[48];
+	int len = snprintf(digits, sizeof digits, "%llu", m), o = 0;
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	snprintf(buf, n, "%.32s", out);
+	return buf;
+}
+
+/* "12,345 MiB" into buf. */
+static const char *mib(char *buf, size_t n, unsigned long long bytes)
+{
+	char d[48];
+	snprintf(buf, n, "%.32s MiB", num(d, sizeof d, bytes));
+	return buf;
+}
+
+/* The PIDs of the GPU's INHERITED rows, "5151, 5152", or NULL when there are none. */
+static char *heirs_list(const struct acct_gpu *g)
+{
+	char *out = NULL;
+	for (size_t i = 0; i < g->nprocs; i++) {
+		if (g->procs[i].kind != ACCT_INHERITED)
+			continue;
+		char *n = out ? xasprintf("%s, %d", out, g->procs[i].pid) : xasprintf("%d", g->procs[i].pid);
+		free(out);
+		out = n;
+	}
+	return out;
+}
+
+/* The sentence that explains a row, or NULL for a plain attributed one. Malloc'ed. */
+static char *row_message(const struct acct_gpu *g, const struct acct_proc *r, const struct holders_scan *s)
+{
+	switch (r->kind) {
+	case ACCT_ATTRIBUTED:
+		if (r->holder)
+			return NULL;
+		for (size_t i = 0; i < s->ndenied; i++)
+			if (s->denied[i].pid == r->pid)
+				return xstrdup("NVML lists it; its open files could not be inspected (permission denied)");
+		for (size_t i = 0; i < s->ntimed_out; i++)
+			if (s->timed_out[i].pid == r->pid)
+				return xasprintf("NVML lists it; its files were skipped: %s", s->timed_out[i].why);
+		return xstrdup("NVML lists it, but it holds no NVIDIA device node gpuwho could see");
+	case ACCT_OUTSIDE:
+		return xasprintf("PID %d not found in this PID namespace: held outside this PID namespace (host PID %d)",
+				 r->pid, r->pid);
+	case ACCT_EXITED: {
+		char *h = heirs_list(g);
+		char *m = xasprintf("PID %d (exited) — memory now held through processes that inherited its device "
+				    "files: %s", r->pid, h ? h : "none visible from here");
+		free(h);
+		return m;
+	}
+	case ACCT_INHERITED:
+		return xstrdup("holds the device with no NVML entry while an exited PID's memory is still in use: "
+			       "likely inherited its device files");
+	case ACCT_UNMATCHED:
+		return xstrdup("holds the device; NVML names host PIDs, which this PID namespace cannot map: its "
+			       "memory may be among the host PIDs listed");
+	case ACCT_DEVICE_ONLY:
+		return xstrdup("holds the device, no GPU memory");
+	case ACCT_UNKNOWN:
+		return xstrdup("holds the device, memory unknown: NVML did not list this GPU's processes");
+	}
+	return NULL;
+}
+
+/* The MEMORY cell. */
+static const char *mem_cell(const struct acct_proc *r, char *buf, size_t n)
+{
+	switch (r->kind) {
+	case ACCT_ATTRIBUTED:
+	case ACCT_OUTSIDE:
+	case ACCT_EXITED:
+		return r->used_known ? mib(buf, n, r->used_bytes) : "unknown";
+	case ACCT_INHERITED: return "inherited";
+	case ACCT_UNMATCHED: return "unmapped";
+	case ACCT_DEVICE_ONLY: return "none";
+	case ACCT_UNKNOWN: return "unknown";
+	}
+	return "?";
+}
+
+/* Prints text word-wrapped to width (0: no limit); continuation lines start with indent. */
+static void wrap(FILE *f, const char *text, int width, const char *indent, int col0)
+{
+	int used = col0;
+	const char *p = text;
+	while (*p) {
+		const char *sp = strchr(p, ' ');
+		int wl = sp ? (int)(sp - p) : (int)strlen(p);
+		if (width > 0 && used > (int)strlen(indent) && used + 1 + wl > width) {
+			used = fprintf(f, "\n%s", indent) - 1;
+		} else if (p != text) {
+			fputc(' ', f);
+			used++;
+		}
+		fwrite(p, 1, (size_t)wl, f);
+		used += wl;
+		p += wl;
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
+/* A short container cell: "docker 1a2b3c4d", plus " pid N" (its PID inside) when it lives in a
+ * nested PID namespace; "ns pid N" for a nested namespace without a container runtime; "-". */
+static char *container_cell(const struct proc_info *p)
+{
+	const struct container *c = p ? &p->container : NULL;
+	char *base;
+	if (!c || !c->runtime)
+		base = xstrdup(p && p->nnspid > 1 ? "ns" : "-");
+	else if (c->pod_uid)
+		base = xasprintf("k8s %.8s", c->pod_uid);
+	else if (c->id)
+		base = xasprintf("%s %.8s", c->runtime, c->id);
+	else
+		base = xstrdup(c->runtime);
+	if (p && p->nnspid > 1) {
+		char *n = xasprintf("%s pid %d", base, p->nspid[p->nnspid - 1]);
+		free(base);
+		return n;
+	}
+	return base;
+}
+
+/* Prints the headline parts of one GPU, wrapped between parts. */
+static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts *o)
+{
+	char *parts[8];
+	int n = 0;
+	char a[48], b[48];
+	if (g->index >= 0)
+		parts[n++] = xasprintf("%sGPU %d%s", col(o, C_BOLD), g->index, col(o, C_OFF));
+	else
+		parts[n++] = xasprintf("%sGPU (minor %d)%s", col(o, C_BOLD), g->minor, col(o, C_OFF));
+	if (g->nvml && g->nvml->name_rc == 0 && g->nvml->name[0]) {
+		char *e = escape_term(g->nvml->name, strlen(g->nvml->name));
+		parts[n++] = e;
+	}
+	if (g->mem_known)
+		parts[n++] = xasprintf("%s / %s used", num(a, sizeof a, g->used_bytes), mib(b, sizeof b, g->total_bytes));
+	else
+		parts[n++] = xstrdup("memory unknown");
+	if (g->unattributed_known && g->over_attributed)
+		parts[n++] = xasprintf("unattributed 0 MiB (processes' sum exceeds used by %s: read moments apart)",
+				       mib(a, sizeof a, g->attributed_bytes - g->used_bytes));
+	else if (g->unattributed_known)
+		parts[n++] = xasprintf("%sunattributed %s%s%s", g->unattributed_bytes >= MIB ? col(o, C_YEL) : "",
+				       mib(a, sizeof a, g->unattributed_bytes),
+				       g->nunknown ? (g->nunknown == 1 ? " (includes 1 process of unknown size)"
+							   : " (includes processes of unknown size)") : "",
+				       g->unattributed_bytes >= MIB ? col(o, C_OFF) : "");
+	else
+		parts[n++] = xstrdup("unattributed unknown");
+	if (g->bus_id)
+		parts[n++] = escape_term(g->bus_id, strlen(g->bus_id));   /* may come from /proc/driver/nvidia */
+	if (g->target)
+		parts[n++] = escape_term(g->target->path, strlen(g->target->path));
+	int used = 0;
+	for (int i = 0; i < n; i++) {
+		/* Colour codes do not take columns. */
+		int vis = (int)strlen(parts[i]);
+		for (const char *q = parts[i]; (q = strchr(q, '\033')); q++)
+			vis -= (int)strcspn(q, "m") + 1;
+		if (i && o->width > 0 && used + 2 + vis > o->width) {
+			fputs("\n  ", f);
+			used = 2;
+		} else if (i) {
+			fputs("  ", f);
+			used += 2;
+		}
+		fputs(parts[i], f);
+		used += vis;
+		free(parts[i]);
+	}
+	fputc('\n', f);
+}
+
+/* The COMMAND cell: the command line, or what stands in for a process we cannot see. */
+static char *command_cell(const struct acct_proc *r)
+{
+	if (r->kind == ACCT_OUTSIDE)
+		return xasprintf("[held outside this PID namespace (host PID %d)]", r->pid);
+	if (r->kind == ACCT_EXITED)
+		return xasprintf("[PID %d exited; see below]", r->pid);
+	if (!r->info)
+		return xstrdup("?");
+	char *cmd = proc_cmdline_joined(r->info);
+	char *e = escape_term(cmd, strlen(cmd));
+	free(cmd);
+	return e;
+}
+
+static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_scan *s, const struct render_opts *o)
+{
+	headline(f, g, o);
+	if (g->nvml && g->nvml->error) {
+		char *e = escape_term(g->nvml->error, strlen(g->nvml->error));
+		fprintf(f, "  %s", col(o, C_RED));
+		wrap(f, e, o->width, "  ", 2);
+		fputs(col(o, C_OFF), f);
+		free(e);
+	}
+	if (g->nprocs == 0) {
+		fprintf(f, "  %s\n", g->procs_known || !g->target ? "no processes" : "no process holds the device");
+		return;
+	}
+	char **conts = xcalloc(g->nprocs, sizeof *conts);
+	int wcont = 9;
+	bool any_cont = false;
+	for (size_t i = 0; i < g->nprocs; i++) {
+		conts[i] = container_cell(g->procs[i].info);
+		if (strcmp(conts[i], "-"))
+			any_cont = true;
+		if ((int)strlen(conts[i]) > wcont)
+			wcont = (int)strlen(conts[i]);
+	}
+	if (wcont > 24)
+		wcont = 24;
+	fprintf(f, "%s  %7s %-8s %-5s %11s  ", col(o, C_DIM), "PID", "USER", "STATE", "MEMORY");
+	if (any_cont)
+		fprintf(f, "%-*s ", wcont, "CONTAINER");
+	fprintf(f, "COMMAND%s\n", col(o, C_OFF));
+	unsigned seen = 0;   /* kinds present, for the legend */
+	for (size_t i = 0; i < g->nprocs; i++) {
+		const struct acct_proc *r = &g->procs[i];
+		const struct proc_info *p = r->info;
+		seen |= 1u << r->kind;
+		char st[8] = "?", mb[48];
+		if (p)
+			snprintf(st, sizeof st, "%c%s", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "");
+		bool odd = p && (p->state == 'Z' || p->state == 'D' || p->state == 'T' || p->state == 't');
+		char *user = p && p->user ? escape_term(p->user, strlen(p->user)) : xstrdup("?");
+		int used = fprintf(f, "  %7d %-8.8s %s%-5s%s %11s  ", r->pid, user, odd ? col(o, C_RED) : "", st,
+				   odd ? col(o, C_OFF) : "", mem_cell(r, mb, sizeof mb)) - (odd && o->color ? 9 : 0);
+		if (any_cont)
+			used += fprintf(f, "%-*.*s ", wcont, wcont, conts[i]);
+		char *cmd = command_cell(r);
+		bool special = r->kind == ACCT_OUTSIDE || r->kind == ACCT_EXITED;
+		fputs(special ? col(o, C_YEL) : "", f);
+		if (o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
+			fprintf(f, "%.*s…", o->width - used - 1, cmd);
+		else
+			fputs(cmd, f);
+		fprintf(f, "%s\n", special ? col(o, C_OFF) : "");
+		free(cmd);
+		free(user);
+		free(conts[i]);
+	}
+	free(conts);
+	/* The rows that need a sentence, then a legend for the memory words. */
+	for (size_t i = 0; i < g->nprocs; i++) {
+		const struct acct_proc *r = &g->procs[i];
+		if (r->kind != ACCT_OUTSIDE && r->kind != ACCT_EXITED && !(r->kind == ACCT_ATTRIBUTED && !r->holder))
+			continue;
+		char *m = row_message(g, r, s), mb[48];
+		char *line;
+		if (r->kind == ACCT_ATTRIBUTED)
+			line = xasprintf("PID %d: %s.", r->pid, m);
+		else if (r->kind == ACCT_EXITED)
+			line = xasprintf("%s. NVML still lists %s for it.", m,
+					 r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory of unknown size");
+		else
+			line = xasprintf("%s, %s.", m, r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory unknown");
+		fprintf(f, "  %s! ", col(o, C_YEL));
+		wrap(f, line, o->width, "    ", 4);
+		fputs(col(o, C_OFF), f);
+		free(m);
+		free(line);
+	}
+	static const struct { enum acct_kind k; const char *text; } legend[] = {
+		{ACCT_INHERITED, "inherited: holds the device with no NVML entry while an exited PID's memory is "
+				 "still in use; it likely inherited that PID's device files."},
+		{ACCT_UNMATCHED, "unmapped: holds the device; NVML names host PIDs, which this PID namespace cannot "
+				 "map, so its memory may be among the host PIDs above."},
+		{ACCT_DEVICE_ONLY, "none: holds the device, no GPU memory (monitoring tools, the persistence daemon)."},
+		{ACCT_UNKNOWN, "unknown: holds the device, memory unknown (NVML did not list this GPU's processes)."},
+	};
+	for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++)
+		if (seen & (1u << legend[i].k)) {
+			fprintf(f, "  %s", col(o, C_DIM));
+			wrap(f, legend[i].text, o->width, "    ", 2);
+			fputs(col(o, C_OFF), f);
+		}
+}
+
+void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct nvml_info *nv,
+		    const struct holders_scan *s, const struct render_opts *o)
+{
+	bool said = nv == NULL || !nv->loaded || (nv->error && nv->ngpus == 0) || (nv->loaded && !a->host_pidns);
+	if (!nv) {
+		wrap(f, "NVML not asked (--no-nvml): showing the holders /proc and /dev show, GPU memory unknown.",
+		     o->width, "", 0);
+	} else if (!nv->loaded || (nv->error && nv->ngpus == 0)) {
+		char *m = xasprintf("NVML: %s", nv->error ? nv->error : "did not answer");
+		char *e = escape_term(m, strlen(m));
+		fputs(col(o, C_YEL), f);
+		wrap(f, e, o->width, "  ", 0);
+		fputs(col(o, C_OFF), f);
+		if (!nv->loaded)
+			wrap(f, "Showing the holders /proc and /dev show; GPU memory unknown.", o->width, "", 0);
+		free(m);
+		free(e);
+	}
+	if (nv && nv->loaded && !a->host_pidns)
+		wrap(f, "This /proc is a child PID namespace's (a container's): NVML names host PIDs, and a PID it "
+			"names that is not here is held outside this namespace.", o->width, "", 0);
+	size_t shown = 0;
+	for (size_t i = 0; i < a->ngpus; i++) {
+		if (sel && !sel[i])
+			continue;
+		if (shown++ || said)
+			fputc('\n', f);
+		gpu_block(f, &a->gpus[i], s, o);
+	}
+	if (a->ngpus == 0) {
+		fprintf(f, "%sNo NVIDIA GPUs found.\n", said ? "\n" : "");
+	}
+	if (!sel && a->nothers) {
+		char *line = xasprintf("Holding NVIDIA control nodes only (no GPU node, no GPU memory):");
+		for (size_t i = 0; i < a->nothers; i++) {
+			const struct proc_info *p = &a->others[i]->info;
+			char *c = escape_term(p->comm ? p->comm : "?", p->comm ? strlen(p->comm) : 1);
+			char *n = xasprintf("%s%s %d (%s)", line, i ? "," : "", p->pid, c);
+			free(line);
+			free(c);
+			line = n;
+		}
+		fputc('\n', f);
+		wrap(f, line, o->width, "  ", 0);
+		free(line);
+	}
+	for (size_t i = 0; i < s->nmounts; i++) {
+		char *mp = escape_term(s->mounts[i].mount_point, strlen(s->mounts[i].mount_point));
+		char *line = xasprintf("%s is a mount point (bind mount), not a holder: fuser's \"kernel mount\".", mp);
+		fprintf(f, "%s", col(o, C_DIM));
+		wrap(f, line, o->width, "  ", 0);
+		fputs(col(o, C_OFF), f);
+		free(mp);
+		free(line);
+	}
+	if (s->ndenied) {
+		char *line = xasprintf("%zu process%s could not be inspected (permission denied); run as root to see "
+				       "them (gpuwho holders names them).", s->ndenied, s->ndenied == 1 ? "" : "es");
+		wrap(f, line, o->width, "  ", 0);
+		free(line);
+	}
+	for (size_t i = 0; i < s->ntimed_out; i++) {
+		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
+					      : xstrdup("?");
+		char *line = xasprintf("skipped PID %d (%s): %s", s->timed_out[i].pid, c, s->timed_out[i].why);
+		fputs(col(o, C_YEL), f);
+		wrap(f, line, o->width, "  ", 0);
+		fputs(col(o, C_OFF), f);
+		free(c);
+		free(line);
+	}
+	for (size_t i = 0; i < s->nnotes; i++) {
+		char *line = xasprintf("note: %s", s->notes[i]);
+		wrap(f, line, o->width, "  ", 0);
+		free(line);
+	}
+}
+
+static json_t *jbytes(bool known, unsigned long long b)
+{
+	return known ? json_integer((json_int_t)b) : json_null();
+}
+
+static json_t *jstr(const char *s)
+{
+	return s ? render_json_bytes(s, strlen(s)) : json_null();
+}
+
+static json_t *lists_json(unsigned lists)
+{
+	json_t *l = json_array();
+	if (lists & NVML_LIST_COMPUTE)
+		json_array_append_new(l, json_string("compute"));
+	if (lists & NVML_LIST_GRAPHICS)
+		json_array_append_new(l, json_string("graphics"));
+	if (lists & NVML_LIST_MPS)
+		json_array_append_new(l, json_string("mps"));
+	return l;
+}
+
+static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, const struct holders_scan *s)
+{
+	json_t *o = r->info ? render_proc_json(r->info) : json_object();
+	json_object_set_new(o, "pid", json_integer(r->pid));
+	json_object_set_new(o, "kind", json_string(account_kind_name(r->kind)));
+	json_object_set_new(o, "host_pid", r->host_pid >= 0 ? json_integer(r->host_pid) : json_null());
+	json_object_set_new(o, "in_nvml", json_boolean(r->in_nvml));
+	json_object_set_new(o, "used_bytes", jbytes(r->used_known, r->used_bytes));
+	json_object_set_new(o, "lists", lists_json(r->lists));
+	json_t *holds = json_array();
+	for (size_t i = 0; r->holder && i < r->holder->nholds; i++)
+		json_array_append_new(holds, jstr(s->targets[r->holder->holds[i].target].path));
+	json_object_set_new(o, "holds", holds);
+	if (r->kind == ACCT_EXITED) {
+		json_t *h = json_array();
+		for (size_t i = 0; i < g->nprocs; i++)
+			if (g->procs[i].kind == ACCT_INHERITED)
+				json_array_append_new(h, json_integer(g->procs[i].pid));
+		json_object_set_new(o, "heirs", h);
+	}
+	char *m = row_message(g, r, s);
+	json_object_set_new(o, "message", jstr(m));
+	free(m);
+	return o;
+}
+
+static json_t *gpu_json(const struct acct_gpu *g, const struct holders_scan *s)
+{
+	const struct nvml_gpu *n = g->nvml;
+	json_t *procs = json_array();
+	for (size_t i = 0; i < g->nprocs; i++)
+		json_array_append_new(procs, row_json(g, &g->procs[i], s));
+	json_t *mem = json_pack("{s:o, s:o, s:o, s:o, s:i, s:b}", "total_bytes", jbytes(g->mem_known, g->total_bytes),
+				"used_bytes", jbytes(g->mem_known, g->used_bytes), "attributed_bytes",
+				jbytes(g->procs_known, g->attributed_bytes), "unattributed_bytes",
+				jbytes(g->unattributed_known, g->unattributed_bytes), "unknown_processes",
+				(int)g->nunknown, "over_attributed", g->over_attributed);
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "index",
+			 g->index >= 0 ? json_integer(g->index) : json_null(), "minor",
+			 g->minor >= 0 ? json_integer(g->minor) : json_null(), "uuid",
+			 n && n->uuid_rc == 0 ? jstr(n->uuid) : json_null(), "name",
+			 n && n->name_rc == 0 ? jstr(n->name) : json_null(), "bus_id", jstr(g->bus_id), "device",
+			 g->target ? jstr(g->target->path) : json_null(), "processes_known", g->procs_known, "memory",
+			 mem, "processes", procs, "error", n ? jstr(n->error) : json_null());
+}
+
+json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
+		       const struct holders_scan *s)
+{
+	json_t *gpus = json_array();
+	for (size_t i = 0; i < a->ngpus; i++)
+		if (!sel || sel[i])
+			json_array_append_new(gpus, gpu_json(&a->gpus[i], s));
+	json_t *others = json_array();
+	for (size_t i = 0; !sel && i < a->nothers; i++) {
+		const struct holder *h = a->others[i];
+		json_t *o = render_proc_json(&h->info);
+		json_t *holds = json_array();
+		for (size_t k = 0; k < h->nholds; k++)
+			json_array_append_new(holds, jstr(s->targets[h->holds[k].target].path));
+		json_object_set_new(o, "holds", holds);
+		json_array_append_new(others, o);
+	}
+	/* What could not be seen: the same keys as `gpuwho holders --json`. */
+	json_t *hj = render_holders_json(s);
+	json_t *root = json_pack("{s:s, s:i, s:s, s:b, s:o, s:o}", "schema", "gpuwho.ps", "schema_version", 1,
+				 "pid_namespace", a->host_pidns ? "host" : "child", "nvml_ok", a->nvml_ok, "gpus", gpus,
+				 "control_only_holders", others);
+	static const char *const keep[] = {"mounts", "not_inspected", "timed_out", "scanned", "notes"};
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+		json_object_set(root, keep[i], json_object_get(hj, keep[i]));
+	json_decref(hj);
+	if (nv)
+		json_object_set_new(root, "nvml", nvml_info_to_json(nv));
+	return root;
+}
