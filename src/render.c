@@ -66,16 +66,36 @@ static char *state_str(const struct proc_info *p)
 	return xasprintf("%c%s", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "");
 }
 
-/* The HOLDS cell: "nvidia0 nvidiactl nvidia-uvm (fd+mmap)" with unusual means spelled out. */
+/* A target's name in the HOLDS cell: GPU nodes by name (nvidia0), the driver's other nodes by
+ * kind (ctl, uvm, caps), any other file by its path. */
+static const char *cell_name(const struct target *t)
+{
+	if (!strcmp(t->kind, "gpu") || !strcmp(t->kind, "file") || !strcmp(t->kind, "nvidia"))
+		return render_target_short(t);
+	return t->kind;
+}
+
+/* The HOLDS cell: "nvidia0 ctl uvm caps×2 (fd+mmap)", with unusual means spelled out. */
 static char *holds_cell(const struct holders_scan *s, const struct holder *h)
 {
 	char *out = xstrdup("");
 	unsigned all = 0;
 	for (size_t i = 0; i < h->nholds; i++) {
-		char *n = xasprintf("%s%s%s", out, i ? " " : "", render_target_short(&s->targets[h->holds[i].target]));
+		all |= h->holds[i].means;
+		const char *name = cell_name(&s->targets[h->holds[i].target]);
+		bool seen = false;
+		unsigned count = 0;
+		for (size_t k = 0; k < h->nholds; k++)
+			if (!strcmp(cell_name(&s->targets[h->holds[k].target]), name)) {
+				seen |= k < i;
+				count++;
+			}
+		if (seen)
+			continue;
+		char *n = count > 1 ? xasprintf("%s%s%s×%u", out, *out ? " " : "", name, count)
+				    : xasprintf("%s%s%s", out, *out ? " " : "", name);
 		free(out);
 		out = n;
-		all |= h->holds[i].means;
 	}
 	struct hold u = {.means = all};
 	char m[64];
@@ -170,7 +190,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 			fprintf(f, "%s", s->targets[0].path);
 		else
 			fprintf(f, "any of the %zu target files", s->ntargets);
-		fprintf(f, " (%u processes scanned).\n", s->nscanned);
+		fprintf(f, " (%u process%s scanned).\n", s->nscanned, s->nscanned == 1 ? "" : "es");
 	} else {
 		/* Column widths from the content. */
 		int wpid = 3, wppid = 4, wuser = 4, wcont = 9, wholds = 5;
@@ -236,8 +256,9 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 				if (d->means & HOLD_COPY) {
 					char *cp = escape_term(d->copy_path ? d->copy_path : "?",
 							       d->copy_path ? strlen(d->copy_path) : 1);
-					fprintf(f, "%s! PID %d holds %s through %s, another device node with the same "
-						   "major:minor (%u:%u); fuser and lsof match by inode and miss it.%s\n",
+					fprintf(f, "%s! PID %d holds %s through its own node %s: another inode with the same "
+						   "device number %u:%u (a mknod'ed copy, as in a container's /dev); fuser "
+						   "and lsof match by inode and miss it.%s\n",
 						col(o, C_YEL), h->info.pid, tp, cp, major(s->targets[d->target].rdev),
 						minor(s->targets[d->target].rdev), col(o, C_OFF));
 					free(cp);

@@ -670,7 +670,7 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 				     st == 'D' ? ": uninterruptible sleep" : ""));
 	}
 	scan_mounts(procfd, out);
-	if (!proc_is_host_pidns(procfd))
+	if (!proc_pidns_is_host(procfd))
 		add_note(out, xstrdup("this /proc shows a PID namespace other than the host's (PID 2 is not kthreadd): "
 				      "processes outside it, which may hold these files, are invisible here; run gpuwho "
 				      "on the host, or in a container started with --pid=host"));

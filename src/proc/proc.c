@@ -331,16 +331,6 @@ static void cmdline_from_thread(int piddir, struct proc_info *p)
 	closedir(d);
 }
 
-static int proc_read_info_stat(int procfd, int pid, struct proc_info *p);
-
-bool proc_is_host_pidns(int procfd)
-{
-	struct proc_info p = {0};
-	if (proc_read_info_stat(procfd, 2, &p) < 0)
-		return false;
-	return p.kthread;
-}
-
 static double boot_time_cached = -1;
 
 double proc_boot_time(int procfd)
@@ -359,20 +349,8 @@ double proc_boot_time(int procfd)
 	return bt;
 }
 
-/* Opens /proc/PID and reads its stat only. */
-static int proc_read_info_stat(int procfd, int pid, struct proc_info *p)
-{
-	char name[32];
-	snprintf(name, sizeof name, "%d", pid);
-	int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int r = proc_read_stat(dfd, p);
-	close(dfd);
-	return r;
-}
-
-int proc_read_info(int procfd, int pid, struct proc_info *p)
+/* Reads stat, status, comm and cgroup; with `full`, also cmdline and the threads' states. */
+static int read_info(int procfd, int pid, struct proc_info *p, bool full)
 {
 	char name[32];
 	snprintf(name, sizeof name, "%d", pid);
@@ -396,47 +374,32 @@ int proc_read_info(int procfd, int pid, struct proc_info *p)
 		note_missing(p, "status", r);
 	if ((r = proc_read_comm(dfd, p)) < 0)
 		note_missing(p, "comm", r);
+	if ((r = proc_read_cgroup(dfd, p)) < 0)
+		note_missing(p, "cgroup", r);
+	if (!full) {
+		close(dfd);
+		return 0;
+	}
 	if ((r = proc_read_cmdline(dfd, p)) < 0)
 		note_missing(p, "cmdline", r);
 	else if (p->cmdline_len == 0 && p->state == 'Z' && p->nthreads > 1)
 		cmdline_from_thread(dfd, p);   /* an exited leader has no mm; its live threads do */
-	if ((r = proc_read_cgroup(dfd, p)) < 0)
-		note_missing(p, "cgroup", r);
 	if (p->nthreads > 1 && (r = proc_read_threads(dfd, p)) < 0)
 		note_missing(p, "threads", r);
 	close(dfd);
 	return 0;
 }
 
+int proc_read_info(int procfd, int pid, struct proc_info *p)
+{
+	return read_info(procfd, pid, p, true);
+}
+
 int proc_read_brief(int procfd, int pid, struct proc_info *p)
 {
-	char name[32];
-	snprintf(name, sizeof name, "%d", pid);
-	memset(p, 0, sizeof *p);
-	p->pid = pid;
-	int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	int r = proc_read_stat(dfd, p);
-	if (r < 0) {
-		close(dfd);
-		return r == -ENOENT ? -ESRCH : r;
-	}
-	static long hz;
-	if (!hz)
-		hz = sysconf(_SC_CLK_TCK);
-	double bt = proc_boot_time(procfd);
-	if (bt > 0 && hz > 0)
-		p->start_time = bt + (double)p->start_ticks / (double)hz;
-	if ((r = proc_read_status(dfd, p)) < 0)
-		note_missing(p, "status", r);
-	if ((r = proc_read_comm(dfd, p)) < 0)
-		note_missing(p, "comm", r);
-	if ((r = proc_read_cgroup(dfd, p)) < 0)
-		note_missing(p, "cgroup", r);
-	close(dfd);
-	return 0;
+	return read_info(procfd, pid, p, false);
 }
+
 
 bool proc_pidns_is_host(int procfd)
 {

@@ -88,11 +88,6 @@ void proc_info_free(struct proc_info *p);
  * falls back to "[comm]" when the command line is empty (kernel threads, zombies). */
 char *proc_cmdline_joined(const struct proc_info *p);
 
-/* True when the /proc under procfd shows the host's (initial) PID namespace: there, PID 2 is
- * kthreadd, a kernel thread; in any child namespace PID 2 is absent or a user process. A child
- * namespace (a container) cannot see processes outside it, which may hold its GPUs. */
-bool proc_is_host_pidns(int procfd);
-
 /* Seconds since the Unix epoch at which the system booted (from /proc/stat btime), or 0. */
 double proc_boot_time(int procfd);
 

@@ -80,7 +80,7 @@ echo "holder $P opened: $(ls -l /proc/$P/fd | grep -c nvidia) nvidia fds, e.g. $
 side_by_side; stop_all
 
 scenario "8. launcher SIGKILLed, three CUDA workers reparented"
-sh -c "for i in 1 2 3; do '$CH' '$W/w\$i.ready' 512 & done; wait" & L=$!; pids+=($L)
+sh -c "for i in 1 2 3; do \"$CH\" \"$W/w\$i.ready\" 512 & done; wait" & L=$!; pids+=($L)
 for i in 1 2 3; do waitfile "$W/w$i.ready"; pids+=("$(cat "$W/w$i.ready")"); done
 kill -9 "$L"; sleep 0.5
 side_by_side; stop_all
