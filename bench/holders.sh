@@ -3,6 +3,7 @@
 # PROCS processes x FDS open fds (a few of them on TARGET), run side by side, REPS times each,
 # interleaved. Prints medians and ratios, then gpuwho's time as the fd count grows (linearity).
 #   bench/holders.sh [PROCS=1000] [FDS=200] [REPS=9]        (run as root, from the repo root)
+#   GROWTH=0 skips the growth part.
 set -euo pipefail
 PROCS=${1:-1000} FDS=${2:-200} REPS=${3:-9}
 cd "$(dirname "$0")/.."
@@ -56,6 +57,7 @@ printf '%-34s %10s %14s\n' "fuser TARGET" "$fu" "1.00x"
 printf '%-34s %10s %14s\n' "lsof TARGET" "$ls" "$(echo "$ls $fu" | awk '{printf "%.2fx", $1/$2}')"
 
 # Linearity: the same process count with a quarter, half and all of the fds.
+[ "${GROWTH:-1}" = 0 ] && exit 0
 echo
 echo "growth with fds per process ($PROCS processes):"
 kill_hogs
