@@ -178,6 +178,7 @@ static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s
 			g->over_attributed = true;
 		else
 			g->unattributed_bytes = g->used_bytes - g->attributed_bytes;
+		g->hidden_outside = !host_pidns && g->unattributed_bytes >= ACCT_HIDDEN_MIN_BYTES;
 	}
 }
 

@@ -11,6 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Unattributed memory above this, seen from a child PID namespace, is held outside it: one CUDA
+ * context alone takes about 500 MiB on an H200, while the driver's own use stays near 10 MiB. */
+#define ACCT_HIDDEN_MIN_BYTES (256ull << 20)
+
 /* What one row of a GPU's account is. */
 enum acct_kind {
 	ACCT_ATTRIBUTED,   /* NVML lists it (memory known or unknown) and it is in this /proc */
@@ -55,6 +59,10 @@ struct acct_gpu {
 	bool unattributed_known;       /* mem_known and procs_known */
 	unsigned long long unattributed_bytes; /* used - attributed, 0 when attributed exceeds used */
 	bool over_attributed;          /* attributed > used: the two were read moments apart */
+	bool hidden_outside;           /* child PID namespace and at least ACCT_HIDDEN_MIN_BYTES
+					* unattributed: the driver lists only the caller's namespace's
+					* processes (seen on driver 580), so this memory is held by processes
+					* outside it that NVML does not even name here */
 	struct acct_proc *procs;       /* NVML rows by memory (largest first, unknown last), then
 					* INHERITED/UNMATCHED, UNKNOWN, DEVICE_ONLY by pid */
 	size_t nprocs;

@@ -235,6 +235,18 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 		fputs(col(o, C_OFF), f);
 		free(e);
 	}
+	if (g->hidden_outside) {
+		char mb[48];
+		char *line = xasprintf("%s held by processes outside this PID namespace that NVML does not list here "
+				       "(the driver shows each namespace only its own processes; nvidia-smi says \"No "
+				       "running processes found\"). Run gpuwho on the host, or in a container started "
+				       "with --pid=host, to see and free them.",
+				       mib(mb, sizeof mb, g->unattributed_bytes));
+		fprintf(f, "  %s! ", col(o, C_YEL));
+		wrap(f, line, o->width, "    ", 4);
+		fputs(col(o, C_OFF), f);
+		free(line);
+	}
 	if (g->nprocs == 0) {
 		fprintf(f, "  %s\n", g->procs_known || !g->target ? "no processes" : "no process holds the device");
 		return;
@@ -450,11 +462,12 @@ static json_t *gpu_json(const struct acct_gpu *g, const struct holders_scan *s)
 	json_t *procs = json_array();
 	for (size_t i = 0; i < g->nprocs; i++)
 		json_array_append_new(procs, row_json(g, &g->procs[i], s));
-	json_t *mem = json_pack("{s:o, s:o, s:o, s:o, s:i, s:b}", "total_bytes", jbytes(g->mem_known, g->total_bytes),
+	json_t *mem = json_pack("{s:o, s:o, s:o, s:o, s:i, s:b, s:b}", "total_bytes", jbytes(g->mem_known, g->total_bytes),
 				"used_bytes", jbytes(g->mem_known, g->used_bytes), "attributed_bytes",
 				jbytes(g->procs_known, g->attributed_bytes), "unattributed_bytes",
 				jbytes(g->unattributed_known, g->unattributed_bytes), "unknown_processes",
-				(int)g->nunknown, "over_attributed", g->over_attributed);
+				(int)g->nunknown, "over_attributed", g->over_attributed,
+				"hidden_outside_namespace", g->hidden_outside);
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "index",
 			 g->index >= 0 ? json_integer(g->index) : json_null(), "minor",
 			 g->minor >= 0 ? json_integer(g->minor) : json_null(), "uuid",

@@ -79,6 +79,23 @@ test_a_pid_outside_our_pid_namespace_is_reported_with_its_memory() {
 	expect_jq "$json" ".gpus[0].processes[0] | .pid == $A and .kind == \"attributed\""
 }
 
+test_memory_the_driver_hides_from_a_pid_namespace_is_called_held_outside() {
+	# Driver 580 lists only the caller's PID namespace's processes: inside a container NVML names
+	# nobody while memory is used (seen on the H200, docs/VALIDATION.md). The fake lists none.
+	mkdevs
+	command -v unshare >/dev/null || skip "no unshare"
+	scenario "gpu 0 used_mib=10301"
+	txt=$(unshare -p -f --kill-child --mount-proc env GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" \
+		"$GPUWHO" ps --nvml "$FAKE") || fail "exit $?"
+	expect_has "$(tr -s ' \n' '  ' <<<"$txt")" "10,301 MiB held by processes outside this PID namespace that NVML does not list here"
+	json=$(unshare -p -f --kill-child --mount-proc env GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" \
+		"$GPUWHO" ps --nvml "$FAKE" --json)
+	expect_jq "$json" ".gpus[0].memory.hidden_outside_namespace == true"
+	# On the host the same numbers are plain unattributed memory (why decides what it means).
+	json=$(gw ps --nvml "$FAKE" --json)
+	expect_jq "$json" ".gpus[0].memory.hidden_outside_namespace == false and .gpus[0].memory.unattributed_bytes == 10301 * $MiB"
+}
+
 test_holder_inside_a_container_namespace_is_shown_with_both_pids() {
 	mkdevs
 	command -v unshare >/dev/null || skip "no unshare"
