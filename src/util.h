@@ -2,6 +2,7 @@
 #ifndef GPUWHO_UTIL_H
 #define GPUWHO_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,10 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+/* Appends the malloc'ed string s to the array *v of *n strings (taking ownership of s). */
+void strv_push(char ***v, size_t *n, char *s);
 
 /* Grows *arr (element size elsz) so that index `need - 1` fits; *cap is updated. */
 void xgrow(void *arr, size_t *cap, size_t need, size_t elsz);

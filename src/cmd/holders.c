@@ -3,7 +3,6 @@
 #include "cmd/cmd.h"
 #include "proc/holders.h"
 #include "render.h"
-#include "sys/devices.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -94,34 +93,20 @@ int cmd_holders(int argc, char **argv)
 		cli_error(&c, "--from needs snapshots, which this version of gpuwho cannot read yet");
 		return EXIT_USAGE;
 	}
-	/* Test hooks: a /proc or /dev tree other than the real one. */
-	const char *proc_root = getenv("GPUWHO_PROC_ROOT");
-	const char *dev_root = getenv("GPUWHO_DEV_ROOT");
-	o.h.proc_root = proc_root && *proc_root ? proc_root : "/proc";
-
-	struct target *targets = NULL;
-	size_t n = 0;
-	char *note = NULL;
+	o.h.proc_root = holders_proc_root();
+	struct holders_scan s;
 	if (r < argc) {
-		n = (size_t)(argc - r);
-		targets = xcalloc(n, sizeof *targets);
+		size_t n = (size_t)(argc - r);
+		struct target *targets = xcalloc(n, sizeof *targets);
 		for (size_t i = 0; i < n; i++)
 			targets[i] = target_from_path(argv[r + (int)i]);
+		holders_scan(&o.h, targets, n, &s);
 	} else {
-		targets = devices_discover(o.h.proc_root, dev_root && *dev_root ? dev_root : "/dev", &n, &note);
+		holders_scan_nvidia(&o.h, &s);
 	}
 	size_t nok = 0;
-	for (size_t i = 0; i < n; i++)
-		nok += targets[i].ok;
-
-	struct holders_scan s;
-	holders_scan(&o.h, targets, n, &s);
-	if (note) {
-		s.notes = xrealloc(s.notes, (s.nnotes + 1) * sizeof *s.notes);
-		memmove(s.notes + 1, s.notes, s.nnotes * sizeof *s.notes);
-		s.notes[0] = note;
-		s.nnotes++;
-	}
+	for (size_t i = 0; i < s.ntargets; i++)
+		nok += s.targets[i].ok;
 	if (c.json) {
 		json_t *j = render_holders_json(&s);
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
@@ -134,7 +119,7 @@ int cmd_holders(int argc, char **argv)
 			ro.width = ws.ws_col;
 		render_holders_text(stdout, &s, &ro);
 	}
-	int code = (s.nscanned == 0 || (n > 0 && nok == 0)) ? EXIT_CANNOT : EXIT_FINE;
+	int code = (s.nscanned == 0 || (s.ntargets > 0 && nok == 0)) ? EXIT_CANNOT : EXIT_FINE;
 	holders_scan_free(&s);
 	return code;
 }

@@ -269,12 +269,9 @@ static void put_line(int indent, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (s)
-		put_wrapped(indent, s);
+	put_wrapped(indent, s);
 	free(s);
 }
 
@@ -565,14 +562,8 @@ static void fact_note(struct facts *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	strv_push(&f->notes, &f->nnotes, xvasprintf(fmt, ap));
 	va_end(ap);
-	if (!s)
-		return;
-	f->notes = xrealloc(f->notes, (f->nnotes + 1) * sizeof *f->notes);
-	f->notes[f->nnotes++] = s;
 }
 
 static void error_escaped(struct cli *c, const char *prefix, const char *msg)

@@ -6,7 +6,6 @@
 #include "nvml/nvml.h"
 #include "proc/holders.h"
 #include "render.h"
-#include "sys/devices.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -102,20 +101,9 @@ int cmd_ps(int argc, char **argv)
 		cli_error(&c, "--from needs snapshots, which this version of gpuwho cannot read yet");
 		return EXIT_USAGE;
 	}
-	/* Test hooks: a /proc or /dev tree other than the real one. */
-	const char *proc_root = getenv("GPUWHO_PROC_ROOT");
-	const char *dev_root = getenv("GPUWHO_DEV_ROOT");
-	struct holders_opts ho = {.proc_root = proc_root && *proc_root ? proc_root : "/proc"};
-
-	size_t n = 0;
-	char *note = NULL;
-	struct target *targets = devices_discover(ho.proc_root, dev_root && *dev_root ? dev_root : "/dev", &n, &note);
+	struct holders_opts ho = {.proc_root = holders_proc_root()};
 	struct holders_scan s;
-	holders_scan(&ho, targets, n, &s);
-	if (note) {
-		s.notes = xrealloc(s.notes, (s.nnotes + 1) * sizeof *s.notes);
-		s.notes[s.nnotes++] = note;
-	}
+	holders_scan_nvidia(&ho, &s);
 
 	struct nvml_info nv = {0};
 	bool asked = !c.no_nvml;

@@ -158,11 +158,8 @@ static int fail(struct launch *l, const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	free(l->error);
-	if (vasprintf(&l->error, fmt, ap) < 0)
-		l->error = NULL;
+	l->error = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (!l->error)
-		l->error = xstrdup("out of memory");
 	return -EINVAL;
 }
 

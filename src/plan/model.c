@@ -24,13 +24,11 @@ static int set_err(char **err, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
 	if (err) {
 		free(*err);
-		*err = s ? s : xstrdup("out of memory");
+		*err = s;
 	} else {
 		free(s);
 	}

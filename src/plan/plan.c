@@ -89,14 +89,8 @@ static void add_note(struct plan_result *r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	strv_push(&r->notes, &r->nnotes, xvasprintf(fmt, ap));
 	va_end(ap);
-	if (!s)
-		return;
-	r->notes = xrealloc(r->notes, (r->nnotes + 1) * sizeof *r->notes);
-	r->notes[r->nnotes++] = s;
 }
 
 /* SGLang's default --mem-fraction-static by TP size (server_args.py, before it began to derive

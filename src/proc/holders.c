@@ -529,8 +529,7 @@ static char read_state_of(int procfd, int pid)
 
 static void add_note(struct holders_scan *s, char *note)
 {
-	s->notes = xrealloc(s->notes, (s->nnotes + 1) * sizeof *s->notes);
-	s->notes[s->nnotes++] = note;
+	strv_push(&s->notes, &s->nnotes, note);
 }
 
 static void add_unseen(struct unseen **arr, size_t *n, int pid, char *comm, char *why)
@@ -697,6 +696,34 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 	free(c->pids);
 	free(c->m);
 	free(c);
+	return 0;
+}
+
+static const char *env_or(const char *var, const char *dflt)
+{
+	const char *v = getenv(var);
+	return v && *v ? v : dflt;
+}
+
+const char *holders_proc_root(void)
+{
+	return env_or("GPUWHO_PROC_ROOT", "/proc");
+}
+
+const char *holders_dev_root(void)
+{
+	return env_or("GPUWHO_DEV_ROOT", "/dev");
+}
+
+int holders_scan_nvidia(const struct holders_opts *opts, struct holders_scan *out)
+{
+	size_t n = 0;
+	char *note = NULL;
+	const char *proc_root = opts && opts->proc_root ? opts->proc_root : holders_proc_root();
+	struct target *targets = devices_discover(proc_root, holders_dev_root(), &n, &note);
+	holders_scan(opts, targets, n, out);
+	if (note)
+		strv_push(&out->notes, &out->nnotes, note);
 	return 0;
 }
 

@@ -95,6 +95,15 @@ struct holders_opts {
  * is recorded in the result. Returns 0. */
 int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out);
 
+/* Scans the holders of every NVIDIA device node under holders_dev_root() (devices_discover); when
+ * there is none, the scan's notes say why. Returns 0, like holders_scan. */
+int holders_scan_nvidia(const struct holders_opts *opts, struct holders_scan *out);
+
+/* The /proc and /dev trees to read: "/proc" and "/dev", unless the test hooks GPUWHO_PROC_ROOT or
+ * GPUWHO_DEV_ROOT name others (stand-in trees for tests; see tests/e2e). */
+const char *holders_proc_root(void);
+const char *holders_dev_root(void);
+
 /* Frees everything a scan owns; accepts NULL. */
 void holders_scan_free(struct holders_scan *s);
 

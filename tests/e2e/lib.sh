@@ -13,6 +13,17 @@ spawn() {
 	SPAWNED="${SPAWNED:-} $!"
 }
 
+# start_holder NAME ARGS...: runs tests/helpers/holder.c with ARGS, waits until it is ready, and
+# sets $HPID (the process that holds: with --fork-exit the child) and $LPID (the process started).
+start_holder() {
+	local ready="$TMP/$1.ready" log="$TMP/$1.log"; shift
+	spawn "$HOLD" "$ready" "$@" >"$log" 2>&1 </dev/null
+	LPID=$!
+	wait_file "$ready"
+	HPID=$(cat "$ready")
+	SPAWNED="$SPAWNED $HPID"   # a forked child outlives the parent spawn saw
+}
+
 # Waits until FILE exists (a helper writes it when ready); fails the test after 10 s.
 wait_file() {
 	local i
@@ -73,3 +84,6 @@ skip() {
 	echo "$*"
 	exit 77
 }
+
+# need_root: skips the test unless running as root (mknod, namespaces, other users).
+need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }

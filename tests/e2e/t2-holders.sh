@@ -3,16 +3,7 @@
 # Stand-in device nodes are made with mknod (1:7 is /dev/full, which few processes hold).
 . "$(dirname "$0")/lib.sh"
 
-need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 
-# start_holder NAME ARGS...: runs the holder helper, waits until it is ready, sets $HPID.
-start_holder() {
-	local ready="$TMP/$1.ready" log="$TMP/$1.log"; shift
-	spawn "$HOLD" "$ready" "$@" >"$log" 2>&1 </dev/null
-	wait_file "$ready"
-	HPID=$(cat "$ready")
-	SPAWNED="$SPAWNED $HPID"   # a forked child outlives the parent spawn saw
-}
 
 test_fd_holder_is_listed_with_its_access_mode() {
 	need_root

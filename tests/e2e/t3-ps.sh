@@ -7,7 +7,6 @@ export LC_ALL=C.UTF-8
 FAKE="$TESTBIN/fake_nvml.so"
 MiB=1048576
 
-need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
 
 # Stand-ins with distinct device numbers that few processes hold: /dev/full, /dev/random, /dev/zero.
 mkdevs() {
@@ -18,16 +17,6 @@ mkdevs() {
 	mknod "$TMP/dev/nvidiactl" c 1 5
 }
 
-# start_holder NAME ARGS...: runs the holder helper, waits until it is ready, sets $HPID (the
-# process that holds) and $LPID (the process started: differs with --fork-exit).
-start_holder() {
-	local ready="$TMP/$1.ready" log="$TMP/$1.log"; shift
-	spawn "$HOLD" "$ready" "$@" >"$log" 2>&1 </dev/null
-	LPID=$!
-	wait_file "$ready"
-	HPID=$(cat "$ready")
-	SPAWNED="$SPAWNED $HPID"
-}
 
 # scenario LINES...: the fake NVML's scenario file.
 scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
