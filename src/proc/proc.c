@@ -431,6 +431,8 @@ void proc_info_free(struct proc_info *p)
 	free(p->cmdline);
 	free(p->cgroup);
 	free(p->missing);
+	free(p->wchan);
+	free(p->driver_wait);
 	proc_container_free(&p->container);
 	memset(p, 0, sizeof *p);
 }

@@ -36,6 +36,13 @@ struct proc_info {
 	char *cgroup;             /* the v2 (or first) cgroup path, raw */
 	struct container container;
 	char *missing;            /* what could not be read, e.g. "cmdline (permission denied)"; NULL: nothing */
+	/* Filled by snapshot collection (proc_read_waits, proc_read_status), for the diagnosis: */
+	char *wchan;              /* /proc/PID/wchan of the leader: the kernel function it sleeps in; NULL
+				   * when running, unreadable, or "0" */
+	char *driver_wait;        /* a thread blocked inside the NVIDIA driver, e.g. "thread 1236 (D) in
+				   * uvm_spin_loop" — from task/TID/wchan, or task/TID/stack (root) naming
+				   * an nvidia/uvm/nv_ function; NULL when none */
+	unsigned long long vm_rss_kb, vm_lck_kb, vm_pin_kb;  /* status VmRSS, VmLck, VmPin (0: absent) */
 };
 
 /* Reads /proc/PID/stat: state, ppid, flags, threads, start time. The comm field is split at the
