@@ -15,7 +15,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done; sleep 1; }
 trap cleanup EXIT
 
-waitfile() { for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT waiting for $1"; return 1; }
+waitfile() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT waiting for $1"; return 1; }
 show() { echo "\$ $*"; "$@" 2>&1; echo "(exit $?)"; }
 side_by_side() {
 	echo "--- gpuwho holders"; "$GW" holders --no-color 2>&1 | sed 's/^/  /'

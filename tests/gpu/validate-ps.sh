@@ -13,7 +13,7 @@ pkill -9 -f cuda_holder 2>/dev/null   # leftovers of an earlier run on this mach
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done; sleep 1; pids=(); }
 trap cleanup EXIT
-waitfile() { for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT $1"; return 1; }
+waitfile() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT $1"; return 1; }
 MiB=1048576
 
 compare() {   # gpuwho ps --json vs nvidia-smi, per PID and for the GPU
