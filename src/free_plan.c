@@ -1,0 +1,676 @@
+/* free_plan: whom `gpuwho free` signals, whom it spares and why, from a snapshot. Pure. */
+#include "free_plan.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024ULL * 1024ULL)
+
+/* ---------------------------------------------------------------- names */
+
+/* System GPU services and display servers: killing them takes the GPU away from everyone (fabric
+ * manager, DCGM) or the desktop down; persistence daemons come back and hold the node again. An
+ * entry ending in '*' is a prefix. */
+static const char *const protected_names[] = {
+	"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "nv-fabricmanager", "nvidia-powerd",
+	"dcgm*", "Xorg", "X", "Xwayland", "gnome-shell", "kwin_wayland", "kwin_x11", "kwin", "mutter", "sway",
+	"weston", "Hyprland", "wayfire", "gdm*",
+};
+
+/* Where the walk up from a holder stops: init systems, container runtimes, session and remote
+ * shells, schedulers and long-lived servers that start many jobs. Killing one of them would end
+ * more than the job (a login session, a container, every notebook kernel), so a job's root is the
+ * process just below. */
+static const char *const boundary_names[] = {
+	"systemd", "init", "tini", "dumb-init", "docker-init", "catatonit", "s6-svscan", "s6-supervise", "runsv",
+	"supervisord", "containerd-shim*", "containerd", "dockerd", "conmon", "runc", "crun", "kubelet", "sshd*",
+	"sudo", "su", "login", "screen", "SCREEN", "tmux*", "slurmstepd", "slurmd", "srun", "salloc", "cron",
+	"crond", "atd", "jupyter*", "raylet", "gcs_server", "node", "code-server", "gpuwho",
+};
+
+static const char *const shell_names[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh"};
+
+/* argv[0]'s base name, or NULL when the command line is empty (unreadable, kernel thread, zombie). */
+static const char *argv0_base(const struct proc_info *p)
+{
+	if (!p->cmdline || !p->cmdline_len || !p->cmdline[0])
+		return NULL;
+	const char *slash = strrchr(p->cmdline, '/');   /* argv[0] ends at the first NUL */
+	return slash ? slash + 1 : p->cmdline;
+}
+
+/* True when `name` (an entry, '*' for a prefix) names p: comm is cut to 15 bytes by the kernel. */
+static bool name_matches(const char *name, const struct proc_info *p)
+{
+	size_t n = strlen(name);
+	bool prefix = n && name[n - 1] == '*';
+	if (prefix)
+		n--;
+	const char *cands[2] = {p->comm, argv0_base(p)};
+	for (int i = 0; i < 2; i++) {
+		const char *c = cands[i];
+		if (!c)
+			continue;
+		if (prefix ? strncmp(c, name, n) == 0 : (strlen(c) == n && strncmp(c, name, n) == 0))
+			return true;
+		/* comm holds the first 15 bytes of a longer name */
+		if (i == 0 && !prefix && n > 15 && strlen(c) == 15 && strncmp(c, name, 15) == 0)
+			return true;
+	}
+	return false;
+}
+
+static const char *match_list(const char *const *list, size_t n, const struct proc_info *p)
+{
+	for (size_t i = 0; i < n; i++)
+		if (name_matches(list[i], p))
+			return list[i];
+	return NULL;
+}
+
+const char *free_protected_name(const struct proc_info *p)
+{
+	return match_list(protected_names, sizeof protected_names / sizeof *protected_names, p);
+}
+
+/* True when --include names p (the protected entry, its command name or argv[0]'s base name). */
+static bool included(const struct free_plan_opts *o, const struct proc_info *p, const char *entry)
+{
+	for (size_t i = 0; i < o->ninclude; i++)
+		if (!strcmp(o->include[i], entry) || name_matches(o->include[i], p))
+			return true;
+	return false;
+}
+
+/* A shell that is not running a script or a -c command: the user's interactive (or login) shell,
+ * whose job is everything typed into it, not only this one. Unreadable command line: assume so. */
+static bool interactive_shell(const struct proc_info *p)
+{
+	if (!match_list(shell_names, sizeof shell_names / sizeof *shell_names, p))
+		return false;
+	if (!p->cmdline || !p->cmdline_len || p->cmdline[0] == '-')
+		return true;
+	size_t off = strlen(p->cmdline) + 1;
+	while (off < p->cmdline_len) {
+		const char *a = p->cmdline + off;
+		if (a[0] != '-')
+			return false;                      /* a script file */
+		if (a[1] != '-' && strchr(a, 'c'))
+			return false;                      /* -c, -ec, -lc: a command string */
+		off += strlen(a) + 1;
+	}
+	return true;
+}
+
+const char *free_role_name(enum free_role r)
+{
+	switch (r) {
+	case FREE_ROLE_HOLDER: return "holder";
+	case FREE_ROLE_LAUNCHER: return "launcher";
+	case FREE_ROLE_PEER: return "job_peer";
+	case FREE_ROLE_OUTSIDE: return "outside_namespace";
+	case FREE_ROLE_EXITED: return "exited";
+	}
+	return "unknown";
+}
+
+const char *free_skip_name(enum free_skip k)
+{
+	switch (k) {
+	case FREE_SIGNAL: return "signal";
+	case FREE_SKIP_PID1: return "pid1";
+	case FREE_SKIP_SELF: return "self";
+	case FREE_SKIP_KTHREAD: return "kernel_thread";
+	case FREE_SKIP_PROTECTED: return "protected";
+	case FREE_SKIP_OTHER_USER: return "other_user";
+	case FREE_SKIP_SPILL: return "spill";
+	case FREE_SKIP_OUTSIDE: return "outside_namespace";
+	case FREE_SKIP_EXITED: return "exited";
+	case FREE_SKIP_ZOMBIE: return "zombie";
+	}
+	return "unknown";
+}
+
+char *free_gpu_label(const struct acct_gpu *g)
+{
+	if (g->index >= 0)
+		return xasprintf("GPU %d", g->index);
+	return xasprintf("/dev/nvidia%d", g->minor);
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+static const struct proc_info *find_proc(const struct snapshot *s, int pid)
+{
+	for (size_t i = 0; i < s->scan.nholders; i++)
+		if (s->scan.holders[i].info.pid == pid)
+			return &s->scan.holders[i].info;
+	for (size_t i = 0; i < s->nothers; i++)
+		if (s->others[i].pid == pid)
+			return &s->others[i];
+	return NULL;
+}
+
+static const struct holder *find_holder(const struct snapshot *s, int pid)
+{
+	for (size_t i = 0; i < s->scan.nholders; i++)
+		if (s->scan.holders[i].info.pid == pid)
+			return &s->scan.holders[i];
+	return NULL;
+}
+
+static bool is_self(const struct snapshot *s, const struct free_plan_opts *o, int pid)
+{
+	if (pid == s->self_pid)
+		return true;
+	for (size_t i = 0; i < s->nself_ancestors; i++)
+		if (s->self_ancestors[i] == pid)
+			return true;
+	for (size_t i = 0; i < o->nprotect; i++)
+		if (o->protect[i] == pid)
+			return true;
+	return false;
+}
+
+/* Row kinds that mean the process uses the GPU's memory (or may: NVML could not say). A process
+ * that only holds the node (DEVICE_ONLY) does not use it: CUDA opens every visible /dev/nvidiaN. */
+static bool row_uses(enum acct_kind k)
+{
+	return k == ACCT_ATTRIBUTED || k == ACCT_INHERITED || k == ACCT_UNMATCHED || k == ACCT_UNKNOWN;
+}
+
+/* The process's rows in the account: fills the selected GPUs it is on, its memory there, and the
+ * first GPU not selected that it uses (-1 when none). Returns true when it has any row at all. */
+static bool usage(const struct free_plan *pl, int pid, struct free_proc *fp, long *unsel)
+{
+	bool any = false;
+	*unsel = -1;
+	for (size_t g = 0; g < pl->acct.ngpus; g++) {
+		const struct acct_gpu *ag = &pl->acct.gpus[g];
+		for (size_t r = 0; r < ag->nprocs; r++) {
+			const struct acct_proc *row = &ag->procs[r];
+			if (!row->info || row->info->pid != pid)
+				continue;
+			any = true;
+			if (!pl->sel[g]) {
+				if (row_uses(row->kind) && *unsel < 0)
+					*unsel = (long)g;
+				continue;
+			}
+			if (fp) {
+				fp->slots = xrealloc(fp->slots, (fp->nslots + 1) * sizeof *fp->slots);
+				fp->slots[fp->nslots++] = (int)g;
+				if (row->in_nvml) {
+					fp->in_nvml = true;
+					fp->host_pid = row->host_pid;
+					if (row->used_known)
+						fp->used_bytes += row->used_bytes;
+					else
+						fp->used_unknown = true;
+				}
+			}
+		}
+	}
+	return any;
+}
+
+static bool holds_via_thread(const struct holder *h)
+{
+	for (size_t i = 0; h && i < h->nholds; i++)
+		if (h->holds[i].means & HOLD_THREAD)
+			return true;
+	return false;
+}
+
+/* Whether p may be signalled; when not, *why says why and what would change it. Spill is judged
+ * by the caller, which knows the GPUs. */
+static enum free_skip judge(const struct snapshot *s, const struct free_plan_opts *o, const struct proc_info *p,
+			    char **why)
+{
+	const char *name;
+	if (p->pid == 1) {
+		*why = xstrdup("PID 1 of this PID namespace (the init system, or a container's main process): never signalled");
+		return FREE_SKIP_PID1;
+	}
+	if (is_self(s, o, p->pid)) {
+		*why = xstrdup(p->pid == s->self_pid ? "gpuwho itself" : "an ancestor of gpuwho (its shell, terminal or session)");
+		return FREE_SKIP_SELF;
+	}
+	if (p->kthread) {
+		*why = xstrdup("a kernel thread: signals do not stop it");
+		return FREE_SKIP_KTHREAD;
+	}
+	if ((name = free_protected_name(p)) && !included(o, p, name)) {
+		*why = xasprintf("a system GPU service or display server (%s); add --include %s to signal it", name, name);
+		return FREE_SKIP_PROTECTED;
+	}
+	if (p->state == 'Z' && p->nthreads <= 1 && !holds_via_thread(find_holder(s, p->pid))) {
+		*why = xasprintf("a zombie: it has exited and holds nothing; only its parent (PID %d) can reap it", p->ppid);
+		return FREE_SKIP_ZOMBIE;
+	}
+	if (p->uid != o->uid && !(o->uid == 0 && o->all_users)) {
+		const char *u = p->user ? p->user : "?";
+		if (o->uid != 0)
+			*why = xasprintf("belongs to %s (uid %u): only root can signal it (as root, with --all-users)", u,
+					 (unsigned)p->uid);
+		else
+			*why = xasprintf("belongs to %s (uid %u); add --all-users to signal other users' processes", u,
+					 (unsigned)p->uid);
+		return FREE_SKIP_OTHER_USER;
+	}
+	return FREE_SIGNAL;
+}
+
+/* Why the walk up from a job's process stops at parent (NULL: the parent is part of the job). */
+static const char *boundary(const struct snapshot *s, const struct free_plan_opts *o, const struct proc_info *parent,
+			    uid_t job_uid)
+{
+	if (parent->pid <= 1)
+		return "PID 1";
+	if (is_self(s, o, parent->pid))
+		return "gpuwho's ancestor";
+	if (parent->kthread)
+		return "a kernel thread";
+	if (free_protected_name(parent))
+		return "a system GPU service";
+	if (parent->uid != job_uid)
+		return "another user's process";
+	if (match_list(boundary_names, sizeof boundary_names / sizeof *boundary_names, parent))
+		return "a service, session or scheduler process";
+	if (interactive_shell(parent))
+		return "an interactive shell";
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- building */
+
+static long plan_find(const struct free_plan *pl, int pid)
+{
+	for (size_t i = 0; i < pl->nprocs; i++)
+		if (pl->procs[i].pid == pid && pl->procs[i].info)
+			return (long)i;
+	return -1;
+}
+
+/* Adds p to the plan as a member of a job: a HOLDER when it is on a selected GPU, a PEER when it
+ * holds other NVIDIA nodes, else a LAUNCHER (reached from `via`). Judges it, spill included. */
+static size_t add_member(struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o,
+			 const struct proc_info *p, int via)
+{
+	size_t cap = pl->nprocs;
+	xgrow(&pl->procs, &cap, pl->nprocs + 1, sizeof *pl->procs);
+	size_t k = pl->nprocs++;
+	struct free_proc *fp = &pl->procs[k];
+	memset(fp, 0, sizeof *fp);
+	fp->pid = p->pid;
+	fp->host_pid = s->host_pidns ? p->pid : -1;
+	fp->info = p;
+	fp->job_root = p->pid;
+	fp->stopped = p->state == 'T';
+	fp->stuck = p->state == 'D' || p->driver_wait;
+	long unsel;
+	bool rows = usage(pl, p->pid, fp, &unsel);
+	const struct holder *h = find_holder(s, p->pid);
+	if (fp->nslots) {
+		fp->role = FREE_ROLE_HOLDER;
+		char *gl = free_gpu_label(&pl->acct.gpus[fp->slots[0]]);
+		fp->why = fp->nslots > 1 ? xasprintf("on %s and %zu more selected GPU%s", gl, fp->nslots - 1,
+						     fp->nslots > 2 ? "s" : "")
+					 : xasprintf("on %s", gl);
+		free(gl);
+	} else if (rows || h) {
+		fp->role = FREE_ROLE_PEER;
+		fp->why = xstrdup("in the same job, holds NVIDIA device files");
+	} else {
+		fp->role = FREE_ROLE_LAUNCHER;
+		fp->via = via;
+		fp->why = xasprintf("launcher: an ancestor of PID %d", via);
+	}
+	fp->skip = judge(s, o, p, &fp->skip_why);
+	if (fp->skip == FREE_SIGNAL && unsel >= 0 && !o->spill) {
+		char *gl = free_gpu_label(&pl->acct.gpus[unsel]);
+		fp->skip = FREE_SKIP_SPILL;
+		fp->skip_why = xasprintf("also uses %s, which was not selected; add --spill to signal it anyway", gl);
+		free(gl);
+	}
+	return k;
+}
+
+/* Walks up from the member at index k, adding its ancestors to the job until a boundary or a
+ * process already in the plan; sets job_root along the chain. */
+static void walk_up(struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o, size_t k)
+{
+	size_t chain[64];
+	size_t n = 0;
+	chain[n++] = k;
+	int root = -1;
+	uid_t uid = pl->procs[k].info->uid;
+	int origin = pl->procs[k].pid;
+	for (;;) {
+		const struct proc_info *cur = pl->procs[chain[n - 1]].info;
+		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		if (!parent || n == sizeof chain / sizeof *chain || boundary(s, o, parent, uid))
+			break;
+		long have = plan_find(pl, parent->pid);
+		if (have >= 0) {
+			root = pl->procs[have].job_root;
+			break;
+		}
+		chain[n++] = add_member(pl, s, o, parent, origin);
+	}
+	if (root < 0)
+		root = pl->procs[chain[n - 1]].pid;
+	for (size_t i = 0; i < n; i++)
+		pl->procs[chain[i]].job_root = root;
+}
+
+/* True when the walk up from p reaches a member of the plan (before any boundary). */
+static bool reaches_job(const struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o,
+			const struct proc_info *p)
+{
+	const struct proc_info *cur = p;
+	for (int depth = 0; depth < 64; depth++) {
+		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		if (!parent || boundary(s, o, parent, p->uid))
+			return false;
+		long have = plan_find(pl, parent->pid);
+		if (have >= 0)
+			return pl->procs[have].role <= FREE_ROLE_PEER &&
+			       (pl->procs[have].skip == FREE_SIGNAL || pl->procs[have].skip == FREE_SKIP_SPILL);
+		cur = parent;
+	}
+	return false;
+}
+
+/* The job root of the first plan member above p (before any boundary), or -1. */
+static int job_above(const struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o,
+		     const struct proc_info *p)
+{
+	const struct proc_info *cur = p;
+	for (int depth = 0; depth < 64; depth++) {
+		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		if (!parent || boundary(s, o, parent, p->uid))
+			return -1;
+		long have = plan_find(pl, parent->pid);
+		if (have >= 0)
+			return pl->procs[have].job_root;
+		cur = parent;
+	}
+	return -1;
+}
+
+/* A job with a member on a GPU not selected: its launchers would take that GPU's work down too. */
+static void spill_launchers(struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o)
+{
+	for (size_t i = 0; i < pl->nprocs; i++) {
+		struct free_proc *sp = &pl->procs[i];
+		if (sp->skip != FREE_SKIP_SPILL)
+			continue;
+		/* an excluded holder was not walked up from: find the job it belongs to */
+		if (sp->job_root == sp->pid && sp->info) {
+			int root = job_above(pl, s, o, sp->info);
+			if (root > 0)
+				sp->job_root = root;
+		}
+		for (size_t k = 0; k < pl->nprocs; k++) {
+			struct free_proc *l = &pl->procs[k];
+			if (l->role != FREE_ROLE_LAUNCHER || l->skip != FREE_SIGNAL || l->job_root != sp->job_root)
+				continue;
+			l->skip = FREE_SKIP_SPILL;
+			l->skip_why = xasprintf("its job (root PID %d) also uses a GPU not selected, through PID %d; "
+						"add --spill to signal it anyway", sp->job_root, sp->pid);
+		}
+	}
+}
+
+/* NVML rows on selected GPUs that no process of this /proc answers for. */
+static void add_unseen_rows(struct free_plan *pl, const struct snapshot *s)
+{
+	for (size_t g = 0; g < pl->acct.ngpus; g++) {
+		if (!pl->sel[g])
+			continue;
+		const struct acct_gpu *ag = &pl->acct.gpus[g];
+		for (size_t r = 0; r < ag->nprocs; r++) {
+			const struct acct_proc *row = &ag->procs[r];
+			if (row->kind != ACCT_OUTSIDE && row->kind != ACCT_EXITED)
+				continue;
+			size_t cap = pl->nprocs;
+			xgrow(&pl->procs, &cap, pl->nprocs + 1, sizeof *pl->procs);
+			struct free_proc *fp = &pl->procs[pl->nprocs++];
+			memset(fp, 0, sizeof *fp);
+			fp->pid = row->pid;
+			fp->host_pid = row->host_pid;
+			fp->job_root = row->pid;
+			fp->in_nvml = true;
+			fp->used_bytes = row->used_known ? row->used_bytes : 0;
+			fp->used_unknown = !row->used_known;
+			fp->slots = xmalloc(sizeof *fp->slots);
+			fp->slots[0] = (int)g;
+			fp->nslots = 1;
+			char *gl = free_gpu_label(ag);
+			if (row->kind == ACCT_OUTSIDE) {
+				fp->role = FREE_ROLE_OUTSIDE;
+				fp->skip = FREE_SKIP_OUTSIDE;
+				fp->why = xasprintf("NVML lists host PID %d on %s", row->pid, gl);
+				fp->skip_why = xasprintf("not in this PID namespace (%s): it cannot be signalled from here; "
+							 "run gpuwho free on the host", s->host_pidns ? "host" : "a container's");
+			} else {
+				fp->role = FREE_ROLE_EXITED;
+				fp->skip = FREE_SKIP_EXITED;
+				fp->why = xasprintf("NVML lists PID %d on %s", row->pid, gl);
+				fp->skip_why = xstrdup("has exited: its memory lives on in the processes that inherited its "
+						       "device files (the heirs, signalled when they may be)");
+			}
+			free(gl);
+		}
+	}
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct free_proc *x = a, *y = b;
+	bool sx = x->skip == FREE_SIGNAL, sy = y->skip == FREE_SIGNAL;
+	if (sx != sy)
+		return sx ? -1 : 1;
+	if (x->role != y->role)
+		return x->role < y->role ? -1 : 1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Per selected GPU: what should come back, and who stays. */
+static void tally_gpus(struct free_plan *pl)
+{
+	for (size_t i = 0; i < pl->ngpus; i++) {
+		struct free_gpu *fg = &pl->gpus[i];
+		const struct acct_gpu *ag = &pl->acct.gpus[fg->slot];
+		bool heirs_all = true, heirs_any = false;
+		unsigned long long exited = 0;
+		for (size_t r = 0; r < ag->nprocs; r++) {
+			const struct acct_proc *row = &ag->procs[r];
+			long k = row->info ? plan_find(pl, row->info->pid) : -1;
+			bool sig = k >= 0 && pl->procs[k].skip == FREE_SIGNAL;
+			if (row->kind == ACCT_EXITED) {
+				if (row->used_known)
+					exited += row->used_bytes;
+				else
+					fg->expect_partial = true;
+				continue;
+			}
+			if (row->kind == ACCT_INHERITED) {
+				heirs_any = true;
+				heirs_all = heirs_all && sig;
+			}
+			if (row->kind == ACCT_OUTSIDE) {
+				fg->nkept++;
+				fg->expect_partial = true;
+				continue;
+			}
+			if (sig)
+				fg->nsignal++;
+			else
+				fg->nkept++;
+			if (!row->in_nvml)
+				continue;
+			if (!sig)
+				fg->expect_partial = true;
+			else if (row->used_known)
+				fg->expect_back += row->used_bytes;
+			else
+				fg->expect_partial = true;
+		}
+		if (exited && heirs_any && heirs_all)
+			fg->expect_back += exited;
+		else if (exited)
+			fg->expect_partial = true;
+		if (ag->hidden_outside)
+			fg->expect_partial = true;
+		/* NVML's sum can exceed used when the two were read moments apart */
+		if (ag->mem_known && fg->expect_back > ag->used_bytes)
+			fg->expect_back = ag->used_bytes;
+	}
+}
+
+static void plan_shm(struct free_plan *pl, const struct snapshot *s)
+{
+	for (size_t i = 0; i < s->nshm; i++) {
+		const struct shm_segment *seg = &s->shm[i];
+		if (seg->creator_pid <= 0 || seg->creator_alive)
+			continue;
+		xgrow(&pl->shm, &(size_t){pl->nshm}, pl->nshm + 1, sizeof *pl->shm);
+		struct free_shm *fs = &pl->shm[pl->nshm++];
+		fs->seg = seg;
+		fs->remove = seg->nholders == 0;
+		if (fs->remove)
+			fs->why = xasprintf("its creator PID %d has exited and no process holds it", seg->creator_pid);
+		else
+			fs->why = xasprintf("its creator PID %d has exited, but PID %d still holds it: kept",
+					    seg->creator_pid, seg->holders[0]);
+	}
+}
+
+static void plan_notes(struct free_plan *pl, const struct snapshot *s)
+{
+	if (!pl->acct.nvml_ok)
+		strv_push(&pl->notes, &pl->nnotes,
+			  xasprintf("NVML did not answer (%s): GPU memory is unknown, and the plan rests on the holders of "
+				    "/dev/nvidiaN alone", s->nvml_asked ? (s->nvml.error ? s->nvml.error : "no reason given")
+									: "--no-nvml"));
+	size_t unseen = s->scan.ndenied + s->scan.ntimed_out;
+	if (unseen)
+		strv_push(&pl->notes, &pl->nnotes,
+			  xasprintf("%zu process%s could not be inspected (permission, or a read that did not finish in "
+				    "time): %s may hold a selected GPU and is not in this plan", unseen,
+				    unseen == 1 ? "" : "es", unseen == 1 ? "it" : "one of them"));
+	if (!s->host_pidns)
+		strv_push(&pl->notes, &pl->nnotes,
+			  xstrdup("this /proc is a child PID namespace's (a container): processes outside it cannot be "
+				  "signalled from here"));
+	for (size_t i = 0; i < pl->ngpus; i++) {
+		const struct acct_gpu *ag = &pl->acct.gpus[pl->gpus[i].slot];
+		if (!ag->hidden_outside)
+			continue;
+		char *gl = free_gpu_label(ag);
+		strv_push(&pl->notes, &pl->nnotes,
+			  xasprintf("%s: %llu MiB are held by processes outside this PID namespace that NVML does not "
+				    "list here; run gpuwho free on the host", gl, ag->unattributed_bytes / MIB));
+		free(gl);
+	}
+}
+
+int free_plan_build(const struct snapshot *s, const char *const *sels, size_t nsel, const struct free_plan_opts *o,
+		    struct free_plan *out, char **err)
+{
+	memset(out, 0, sizeof *out);
+	*err = NULL;
+	bool host = s->host_pidns;
+	/* NVML's PIDs are this /proc's only in the host's namespace: elsewhere `others` would match
+	 * by coincidence (the same rule as ps). */
+	account_build(s->nvml_asked ? &s->nvml : NULL, &s->scan, host ? s->others : NULL, host ? s->nothers : 0, host,
+		      &out->acct);
+	out->sel = xcalloc(out->acct.ngpus + 1, sizeof *out->sel);
+	for (size_t i = 0; i < nsel; i++) {
+		int k = account_select(&out->acct, sels[i]);
+		if (k < 0) {
+			*err = k == -2 ? xasprintf("'%s' matches more than one GPU's UUID; give more of it", sels[i])
+				       : xasprintf("no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., "
+						   "PCI bus id 0000:65:00.0, /dev/nvidiaN)", sels[i], out->acct.ngpus,
+						   out->acct.ngpus == 1 ? "" : "s");
+			return -1;
+		}
+		out->sel[k] = true;
+	}
+	for (size_t g = 0; g < out->acct.ngpus; g++) {
+		if (!out->sel[g])
+			continue;
+		size_t cap = out->ngpus;
+		xgrow(&out->gpus, &cap, out->ngpus + 1, sizeof *out->gpus);
+		out->gpus[out->ngpus++] = (struct free_gpu){.slot = g};
+	}
+
+	/* The holders of the selected GPUs (by pid, so each is judged once), then their jobs. */
+	for (size_t g = 0; g < out->acct.ngpus; g++) {
+		if (!out->sel[g])
+			continue;
+		const struct acct_gpu *ag = &out->acct.gpus[g];
+		for (size_t r = 0; r < ag->nprocs; r++) {
+			const struct acct_proc *row = &ag->procs[r];
+			if (!row->info || plan_find(out, row->info->pid) >= 0)
+				continue;
+			size_t k = add_member(out, s, o, row->info, 0);
+			if (out->procs[k].skip == FREE_SIGNAL)
+				walk_up(out, s, o, k);
+		}
+	}
+	/* The jobs' other processes that hold NVIDIA nodes (control nodes, other GPUs). */
+	const struct proc_info **cands = xcalloc(s->scan.nholders + s->nothers + 1, sizeof *cands);
+	size_t ncand = 0;
+	for (size_t i = 0; i < s->scan.nholders; i++)
+		cands[ncand++] = &s->scan.holders[i].info;
+	for (size_t i = 0; i < s->nothers; i++) {
+		long unsel;
+		if (host && usage(out, s->others[i].pid, NULL, &unsel))
+			cands[ncand++] = &s->others[i];
+	}
+	for (size_t i = 0; i < ncand; i++) {
+		if (plan_find(out, cands[i]->pid) >= 0 || !reaches_job(out, s, o, cands[i]))
+			continue;
+		size_t k = add_member(out, s, o, cands[i], 0);
+		walk_up(out, s, o, k);
+	}
+	free(cands);
+	spill_launchers(out, s, o);
+	add_unseen_rows(out, s);
+
+	if (out->nprocs > 1)
+		qsort(out->procs, out->nprocs, sizeof *out->procs, cmp_proc);
+	while (out->nsignal < out->nprocs && out->procs[out->nsignal].skip == FREE_SIGNAL)
+		out->nsignal++;
+	tally_gpus(out);
+	if (o->shm)
+		plan_shm(out, s);
+	plan_notes(out, s);
+	return 0;
+}
+
+void free_plan_free(struct free_plan *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nprocs; i++) {
+		free(p->procs[i].why);
+		free(p->procs[i].skip_why);
+		free(p->procs[i].slots);
+	}
+	free(p->procs);
+	for (size_t i = 0; i < p->nshm; i++)
+		free(p->shm[i].why);
+	free(p->shm);
+	for (size_t i = 0; i < p->nnotes; i++)
+		free(p->notes[i]);
+	free(p->notes);
+	free(p->gpus);
+	free(p->sel);
+	account_free(&p->acct);
+	memset(p, 0, sizeof *p);
+}
