@@ -37,6 +37,10 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
 		       const struct holders_scan *s);
 
+/* Prints text word-wrapped to width (0: no limit) and a newline; the first line starts at column
+ * col0, continuation lines start with indent. Counts bytes, so keep colour codes out of text. */
+void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0);
+
 /* A JSON string of raw process-controlled bytes: invalid UTF-8 becomes \xNN text. Never NULL. */
 json_t *render_json_bytes(const char *s, size_t len);
 
