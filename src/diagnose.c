@@ -1190,8 +1190,11 @@ static void verdict_nvml(struct ctx *c)
 	}
 	if (s->nvml.loaded)
 		return;
-	struct finding *f = add_finding(c, "nvml_unavailable", DIAG_WARNING, NULL,
-					"NVML did not answer: GPU memory unknown, so no memory verdict is possible");
+	/* No library and no GPU node: a host without NVIDIA GPUs, not a problem. */
+	bool none = c->d->acct.ngpus == 0 && (s->nvml.rc == NVML_E_NO_LIBRARY || s->nvml.rc == NVML_E_LIBRARY_NOT_FOUND);
+	struct finding *f = add_finding(c, "nvml_unavailable", none ? DIAG_INFO : DIAG_WARNING, NULL, "%s",
+					none ? "no NVIDIA GPU here: no NVML library and no /dev/nvidiaN"
+					     : "NVML did not answer: GPU memory unknown, so no memory verdict is possible");
 	ev(f, "NVML: %s", s->nvml.error ? s->nvml.error : nvml_error_name(s->nvml.rc));
 	if (s->nvml.rc == NVML_E_LIB_RM_VERSION_MISMATCH)
 		set_fix(f, "The library and the kernel driver differ (a driver upgrade without a reboot or module reload): "
