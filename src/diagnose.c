@@ -104,8 +104,9 @@ static char *gpu_selector(const struct acct_gpu *g)
 	return xasprintf("/dev/nvidia%d", g->minor);
 }
 
-/* A process's display name: its command line's first word when a process title (setproctitle:
- * "sglang::scheduler_TP0", "VLLM::EngineCore") extends the 15-byte comm, else comm. Raw bytes. */
+/* A process's display name: its command line's first word (or that word's base name) when it
+ * extends the 15-byte comm — a process title (setproctitle: "sglang::scheduler_TP0",
+ * "VLLM::EngineCore") or a long program name — else comm. Raw bytes. */
 static char *proc_name(const struct proc_info *p)
 {
 	const char *comm = p->comm ? p->comm : "?";
@@ -114,9 +115,14 @@ static char *proc_name(const struct proc_info *p)
 		const char *sp = memchr(p->cmdline, ' ', a0);
 		if (sp)
 			a0 = (size_t)(sp - p->cmdline);   /* setproctitle may write one string with spaces */
-		size_t cl = strlen(comm);
-		if (a0 > cl && cl >= 15 && strncmp(p->cmdline, comm, cl) == 0)
-			return xstrndup(p->cmdline, a0);
+		/* The program's base name too: /usr/bin/nvidia-persistenced for "nvidia-persiste". */
+		const char *base = p->cmdline;
+		for (const char *q = p->cmdline; q < p->cmdline + a0; q++)
+			if (*q == '/')
+				base = q + 1;
+		size_t bl = a0 - (size_t)(base - p->cmdline), cl = strlen(comm);
+		if (bl > cl && cl >= 15 && strncmp(base, comm, cl) == 0)
+			return xstrndup(base, bl);
 	}
 	return xstrdup(comm);
 }
@@ -968,7 +974,7 @@ static void diagnose_gpu(struct ctx *c, const struct acct_gpu *g)
 		else
 			f = add_finding(c, "idle", DIAG_OK, g, "%s: no process holds it (memory unknown without NVML)",
 					gpu_name(g, gn, sizeof gn));
-		ev_memory(f, g);
+		(void)f;   /* the headline says it all */
 	}
 	rows_free(&gr);
 }
@@ -1196,7 +1202,9 @@ static void verdict_nvml(struct ctx *c)
 					none ? "no NVIDIA GPU here: no NVML library and no /dev/nvidiaN"
 					     : "NVML did not answer: GPU memory unknown, so no memory verdict is possible");
 	ev(f, "NVML: %s", s->nvml.error ? s->nvml.error : nvml_error_name(s->nvml.rc));
-	if (s->nvml.rc == NVML_E_LIB_RM_VERSION_MISMATCH)
+	if (none)
+		set_fix(f, "Nothing to do on a host without NVIDIA GPUs.");
+	else if (s->nvml.rc == NVML_E_LIB_RM_VERSION_MISMATCH)
 		set_fix(f, "The library and the kernel driver differ (a driver upgrade without a reboot or module reload): "
 			"reboot, or reload the nvidia modules when no process uses them.");
 	else if (s->nvml.rc == NVML_E_DRIVER_NOT_LOADED)
