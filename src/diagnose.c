@@ -642,9 +642,19 @@ static void verdict_orphans(struct ctx *c, const struct acct_gpu *g, const struc
 		struct orphan_info qo;
 		if (is_stuck(q) || q->state == 'Z' || !orphan_of(s, q, &qo))
 			continue;
+		/* One family: the same engine, or (ranks of an unknown command) the same command line. */
 		bool same = false;
-		for (size_t k = 0; k < n && !same; k++)
-			same = (qo.family && o[k].family) ? !strcmp(qo.family, o[k].family) : qo.root == o[k].root;
+		char *qk = qo.family ? NULL : proc_cmdline_joined(q);
+		for (size_t k = 0; k < n && !same; k++) {
+			if (qo.family || o[k].family) {
+				same = qo.family && o[k].family && !strcmp(qo.family, o[k].family);
+			} else {
+				char *rk = proc_cmdline_joined(r[k]->info);
+				same = !strcmp(qk, rk);
+				free(rk);
+			}
+		}
+		free(qk);
 		if (!same)
 			continue;
 		family_n++;
@@ -1143,9 +1153,9 @@ static void verdict_host_memory(struct ctx *c)
 		ev(f, "no GPU holder visible here pins or locks host memory%s", s->host_pidns ? ""
 		   : " (this is a child PID namespace: the host's processes are out of sight)");
 	if (low)
-		set_fix(f, "Find what holds it: stop the processes above, remove leaked /dev/shm segments%s. Serving "
-			"engines' host-memory flags are per rank (SGLang --hicache-size: 8 ranks x 300 GB = 2.4 TB); "
-			"`gpuwho plan -- LAUNCH COMMAND` checks a launch before it runs.",
+		set_fix(f, "Find what holds it: %sremove leaked /dev/shm segments%s. Serving engines' host-memory flags are "
+			"per rank (SGLang --hicache-size: 8 ranks x 300 GB = 2.4 TB); `gpuwho plan -- LAUNCH COMMAND` "
+			"checks a launch before it runs.", named ? "stop the processes above, " : "",
 			s->host_pidns ? "" : ", and look on the host (`gpuwho why` there)");
 	else
 		set_fix(f, "Nothing to do unless host memory runs short; then these processes are where it went.");

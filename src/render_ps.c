@@ -115,6 +115,9 @@ void render_wrap(FILE *f, const char *text, int width, const char *indent, int c
 	const char *p = text;
 	while (*p) {
 		const char *sp = strchr(p, ' ');
+		/* A number and its unit stay on one line: "96,413 MiB". */
+		while (sp && (str_starts(sp + 1, "MiB") || str_starts(sp + 1, "GiB")))
+			sp = strchr(sp + 1, ' ');
 		int wl = sp ? (int)(sp - p) : (int)strlen(p);
 		int wc = columns(p, (size_t)wl);
 		if (width > 0 && used > (int)strlen(indent) && used + 1 + wc > width) {

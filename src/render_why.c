@@ -74,16 +74,19 @@ void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const
 	}
 	fputc('\n', f);
 	if (count[DIAG_ACTION] || count[DIAG_WARNING]) {
-		char *line = xasprintf("%zu finding%s need%s attention: %zu to act on, %zu warning%s.%s",
-				       count[DIAG_ACTION] + count[DIAG_WARNING],
-				       count[DIAG_ACTION] + count[DIAG_WARNING] == 1 ? "" : "s",
-				       count[DIAG_ACTION] + count[DIAG_WARNING] == 1 ? "s" : "", count[DIAG_ACTION],
-				       count[DIAG_WARNING], count[DIAG_WARNING] == 1 ? "" : "s",
+		size_t n = count[DIAG_ACTION] + count[DIAG_WARNING];
+		char *act = count[DIAG_ACTION] ? xasprintf("%zu to act on", count[DIAG_ACTION]) : xstrdup("");
+		char *warn = count[DIAG_WARNING] ? xasprintf("%zu warning%s", count[DIAG_WARNING],
+							     count[DIAG_WARNING] == 1 ? "" : "s") : xstrdup("");
+		char *line = xasprintf("%zu finding%s need%s attention (%s%s%s).%s", n, n == 1 ? "" : "s",
+				       n == 1 ? "s" : "", act, *act && *warn ? ", " : "", warn,
 				       uncertain ? " Some processes could not be inspected: see above." : "");
 		fputs(col(o, C_BOLD), f);
 		render_wrap(f, line, o->width, "", 0);
 		fputs(col(o, C_OFF), f);
 		free(line);
+		free(act);
+		free(warn);
 	} else {
 		render_wrap(f, uncertain ? "Nothing needs action (some processes could not be inspected: see above)."
 					 : "Nothing needs action.", o->width, "", 0);

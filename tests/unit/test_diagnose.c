@@ -35,7 +35,7 @@ struct world {
 	int ngpus;
 };
 
-static char paths[NGPU_MAX][16];
+static char paths[NGPU_MAX][32];
 
 static int t_ctl(const struct world *w)
 {
@@ -342,6 +342,7 @@ static void test_identical_adopted_commands_are_orphaned_ranks_but_one_adopted_d
 	assert_non_null(find(&d, "orphaned_workers", 0));
 	assert_non_null(find(&d, "orphaned_workers", 1));
 	assert_non_null(strstr(find(&d, "orphaned_workers", 0)->headline, "1 orphaned rank ("));
+	assert_non_null(strstr(find(&d, "orphaned_workers", 0)->fix, "kill 700 701`"));   /* both ranks, not 900 */
 	assert_null(find(&d, "orphaned_workers", 2));
 	assert_non_null(find(&d, "in_use", 2));
 	diagnosis_free(&d);
