@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_HELP };
@@ -113,4 +114,16 @@ bool cli_color(const struct cli *c)
 	if (c->no_color || (nc && *nc))
 		return false;
 	return isatty(STDOUT_FILENO);
+}
+
+int cli_text_width(void)
+{
+	struct winsize ws;
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	unsigned long long n;
+	const char *c = getenv("COLUMNS");
+	if (c && parse_uint(c, &n) && n >= 20 && n <= 10000)
+		return (int)n;
+	return 0;
 }

@@ -41,6 +41,10 @@ int cli_exit_for(int parse_result);
 /* True when colour should be used on stdout: a terminal, no --no-color, NO_COLOR unset or empty. */
 bool cli_color(const struct cli *c);
 
+/* Terminal columns for text output: the tty's width, else $COLUMNS when set (20..10000); 0 (do
+ * not cut) otherwise. */
+int cli_text_width(void);
+
 /* Prints "gpuwho CMD: message" to stderr. */
 void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -37,6 +37,20 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
 		       const struct holders_scan *s);
 
+struct diagnosis;
+
+/* Prints `gpuwho why`: each finding (show[i]; show NULL: all) as a severity tag and headline, its
+ * evidence lines and its fix, escaped and wrapped to o->width; then one summary line. */
+void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const struct render_opts *o);
+
+/* Returns `gpuwho why --json` (docs/json.md, "why") as a new JSON object; never NULL. host_pidns:
+ * the snapshot's /proc is the host's PID namespace. */
+json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns);
+
+/* Prints text word-wrapped to width (0: no limit) and a newline; the first line starts at column
+ * col0, continuation lines start with indent. Counts bytes, so keep colour codes out of text. */
+void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0);
+
 /* A JSON string of raw process-controlled bytes: invalid UTF-8 becomes \xNN text. Never NULL. */
 json_t *render_json_bytes(const char *s, size_t len);
 

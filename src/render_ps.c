@@ -20,28 +20,16 @@ static const char *col(const struct render_opts *o, const char *c)
 	return o->color ? c : "";
 }
 
-/* "12,345" into buf: bytes in MiB, rounded to the nearest, with thousands separators. */
+/* "12,345" into buf: bytes in MiB. */
 static const char *num(char *buf, size_t n, unsigned long long bytes)
 {
-	unsigned long long m = (bytes + MIB / 2) / MIB;
-	char digits[32], out[48];
-	int len = snprintf(digits, sizeof digits, "%llu", m), o = 0;
-	for (int i = 0; i < len; i++) {
-		if (i && (len - i) % 3 == 0)
-			out[o++] = ',';
-		out[o++] = digits[i];
-	}
-	out[o] = '\0';
-	snprintf(buf, n, "%.32s", out);
-	return buf;
+	return fmt_mib_num(buf, n, bytes);
 }
 
 /* "12,345 MiB" into buf. */
 static const char *mib(char *buf, size_t n, unsigned long long bytes)
 {
-	char d[48];
-	snprintf(buf, n, "%.32s MiB", num(d, sizeof d, bytes));
-	return buf;
+	return fmt_mib(buf, n, bytes);
 }
 
 /* The PIDs of the GPU's INHERITED rows, "5151, 5152", or NULL when there are none. */
@@ -112,22 +100,34 @@ static const char *mem_cell(const struct acct_proc *r, char *buf, size_t n)
 	return "?";
 }
 
-/* Prints text word-wrapped to width (0: no limit); continuation lines start with indent. */
-static void wrap(FILE *f, const char *text, int width, const char *indent, int col0)
+/* Columns a UTF-8 byte run takes: one per character (continuation bytes take none). */
+static int columns(const char *p, size_t n)
+{
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)p[i] & 0xC0) != 0x80;
+	return c;
+}
+
+void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0)
 {
 	int used = col0;
 	const char *p = text;
 	while (*p) {
 		const char *sp = strchr(p, ' ');
+		/* A number and its unit stay on one line: "96,413 MiB". */
+		while (sp && (str_starts(sp + 1, "MiB") || str_starts(sp + 1, "GiB")))
+			sp = strchr(sp + 1, ' ');
 		int wl = sp ? (int)(sp - p) : (int)strlen(p);
-		if (width > 0 && used > (int)strlen(indent) && used + 1 + wl > width) {
+		int wc = columns(p, (size_t)wl);
+		if (width > 0 && used > (int)strlen(indent) && used + 1 + wc > width) {
 			used = fprintf(f, "\n%s", indent) - 1;
 		} else if (p != text) {
 			fputc(' ', f);
 			used++;
 		}
 		fwrite(p, 1, (size_t)wl, f);
-		used += wl;
+		used += wc;
 		p += wl;
 		while (*p == ' ')
 			p++;
@@ -231,7 +231,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	if (g->nvml && g->nvml->error) {
 		char *e = escape_term(g->nvml->error, strlen(g->nvml->error));
 		fprintf(f, "  %s", col(o, C_RED));
-		wrap(f, e, o->width, "  ", 2);
+		render_wrap(f, e, o->width, "  ", 2);
 		fputs(col(o, C_OFF), f);
 		free(e);
 	}
@@ -243,7 +243,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 				       "with --pid=host, to see and free them.",
 				       mib(mb, sizeof mb, g->unattributed_bytes));
 		fprintf(f, "  %s! ", col(o, C_YEL));
-		wrap(f, line, o->width, "    ", 4);
+		render_wrap(f, line, o->width, "    ", 4);
 		fputs(col(o, C_OFF), f);
 		free(line);
 	}
@@ -309,7 +309,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 		else
 			line = xasprintf("%s, %s.", m, r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory unknown");
 		fprintf(f, "  %s! ", col(o, C_YEL));
-		wrap(f, line, o->width, "    ", 4);
+		render_wrap(f, line, o->width, "    ", 4);
 		fputs(col(o, C_OFF), f);
 		free(m);
 		free(line);
@@ -325,7 +325,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++)
 		if (seen & (1u << legend[i].k)) {
 			fprintf(f, "  %s", col(o, C_DIM));
-			wrap(f, legend[i].text, o->width, "    ", 2);
+			render_wrap(f, legend[i].text, o->width, "    ", 2);
 			fputs(col(o, C_OFF), f);
 		}
 }
@@ -335,21 +335,21 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 {
 	bool said = nv == NULL || !nv->loaded || (nv->error && nv->ngpus == 0) || (nv->loaded && !a->host_pidns);
 	if (!nv) {
-		wrap(f, "NVML not asked (--no-nvml): showing the holders /proc and /dev show, GPU memory unknown.",
+		render_wrap(f, "NVML not asked (--no-nvml): showing the holders /proc and /dev show, GPU memory unknown.",
 		     o->width, "", 0);
 	} else if (!nv->loaded || (nv->error && nv->ngpus == 0)) {
 		char *m = xasprintf("NVML: %s", nv->error ? nv->error : "did not answer");
 		char *e = escape_term(m, strlen(m));
 		fputs(col(o, C_YEL), f);
-		wrap(f, e, o->width, "  ", 0);
+		render_wrap(f, e, o->width, "  ", 0);
 		fputs(col(o, C_OFF), f);
 		if (!nv->loaded)
-			wrap(f, "Showing the holders /proc and /dev show; GPU memory unknown.", o->width, "", 0);
+			render_wrap(f, "Showing the holders /proc and /dev show; GPU memory unknown.", o->width, "", 0);
 		free(m);
 		free(e);
 	}
 	if (nv && nv->loaded && !a->host_pidns)
-		wrap(f, "This /proc is a child PID namespace's (a container's): NVML names host PIDs, and a PID it "
+		render_wrap(f, "This /proc is a child PID namespace's (a container's): NVML names host PIDs, and a PID it "
 			"names that is not here is held outside this namespace.", o->width, "", 0);
 	size_t shown = 0;
 	for (size_t i = 0; i < a->ngpus; i++) {
@@ -373,14 +373,14 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 			line = n;
 		}
 		fputc('\n', f);
-		wrap(f, line, o->width, "  ", 0);
+		render_wrap(f, line, o->width, "  ", 0);
 		free(line);
 	}
 	for (size_t i = 0; i < s->nmounts; i++) {
 		char *mp = escape_term(s->mounts[i].mount_point, strlen(s->mounts[i].mount_point));
 		char *line = xasprintf("%s is a mount point (bind mount), not a holder: fuser's \"kernel mount\".", mp);
 		fprintf(f, "%s", col(o, C_DIM));
-		wrap(f, line, o->width, "  ", 0);
+		render_wrap(f, line, o->width, "  ", 0);
 		fputs(col(o, C_OFF), f);
 		free(mp);
 		free(line);
@@ -388,7 +388,7 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 	if (s->ndenied) {
 		char *line = xasprintf("%zu process%s could not be inspected (permission denied); run as root to see "
 				       "them (gpuwho holders names them).", s->ndenied, s->ndenied == 1 ? "" : "es");
-		wrap(f, line, o->width, "  ", 0);
+		render_wrap(f, line, o->width, "  ", 0);
 		free(line);
 	}
 	for (size_t i = 0; i < s->ntimed_out; i++) {
@@ -396,14 +396,14 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 					      : xstrdup("?");
 		char *line = xasprintf("skipped PID %d (%s): %s", s->timed_out[i].pid, c, s->timed_out[i].why);
 		fputs(col(o, C_YEL), f);
-		wrap(f, line, o->width, "  ", 0);
+		render_wrap(f, line, o->width, "  ", 0);
 		fputs(col(o, C_OFF), f);
 		free(c);
 		free(line);
 	}
 	for (size_t i = 0; i < s->nnotes; i++) {
 		char *line = xasprintf("note: %s", s->notes[i]);
-		wrap(f, line, o->width, "  ", 0);
+		render_wrap(f, line, o->width, "  ", 0);
 		free(line);
 	}
 }

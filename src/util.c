@@ -161,3 +161,26 @@ bool parse_uint(const char *s, unsigned long long *out)
 	*out = v;
 	return true;
 }
+
+const char *fmt_mib_num(char *buf, size_t n, unsigned long long bytes)
+{
+	const unsigned long long mib = 1024ull * 1024ull;
+	unsigned long long m = bytes / mib + (bytes % mib >= mib / 2);
+	char digits[32], out[48];
+	int len = snprintf(digits, sizeof digits, "%llu", m), o = 0;
+	for (int i = 0; i < len; i++) {
+		if (i && (len - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	snprintf(buf, n, "%s", out);
+	return buf;
+}
+
+const char *fmt_mib(char *buf, size_t n, unsigned long long bytes)
+{
+	char d[48];
+	snprintf(buf, n, "%s MiB", fmt_mib_num(d, sizeof d, bytes));
+	return buf;
+}

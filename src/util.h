@@ -37,4 +37,11 @@ bool str_starts(const char *s, const char *prefix);
 /* Parses a non-negative decimal integer that fills the whole string; returns false otherwise. */
 bool parse_uint(const char *s, unsigned long long *out);
 
+/* Writes bytes as MiB, rounded to the nearest, with thousands separators ("12,345") into buf
+ * (size n; 32 is enough) and returns buf. The unit nvidia-smi and ps show. */
+const char *fmt_mib_num(char *buf, size_t n, unsigned long long bytes);
+
+/* The same with the unit: "12,345 MiB". */
+const char *fmt_mib(char *buf, size_t n, unsigned long long bytes);
+
 #endif

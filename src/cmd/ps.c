@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -47,19 +46,6 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 done, 2 bad usage (an unknown GPU selector too), 3 neither NVML nor /proc\n"
 	"could be read.\n";
-
-/* Terminal columns: the tty's width, else $COLUMNS when set; 0 (do not cut) otherwise. */
-static int text_width(void)
-{
-	struct winsize ws;
-	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		return ws.ws_col;
-	unsigned long long n;
-	const char *c = getenv("COLUMNS");
-	if (c && parse_uint(c, &n) && n >= 20 && n <= 10000)
-		return (int)n;
-	return 0;
-}
 
 /* Reads the processes NVML names that hold no scanned node (host namespace only), with readers
  * that cannot block: they are outside the holder engine's time bound. */
@@ -149,7 +135,7 @@ int cmd_ps(int argc, char **argv)
 			fputc('\n', stdout);
 			json_decref(j);
 		} else {
-			struct render_opts ro = {.color = cli_color(&c), .width = text_width()};
+			struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
 			render_ps_text(stdout, &a, sel, asked ? &nv : NULL, &s, &ro);
 		}
 		if (!nv.loaded && s.nscanned == 0)

@@ -19,6 +19,9 @@ waitfile() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1
 show() { echo "\$ $*"; "$@" 2>&1; echo "(exit $?)"; }
 side_by_side() {
 	echo "--- gpuwho holders"; "$GW" holders --no-color 2>&1 | sed 's/^/  /'
+	if "$GW" why --help >/dev/null 2>&1; then
+		echo "--- gpuwho why"; "$GW" why --no-color 2>&1 | sed 's/^/  /'; echo "  (exit ${PIPESTATUS[0]})"
+	fi
 	echo "--- fuser -v /dev/nvidia*"; fuser -v /dev/nvidia* 2>&1 | sed 's/^/  /'
 	echo "--- nvidia-smi --query-compute-apps=pid,used_memory"
 	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1 | sed 's/^/  /'
@@ -68,7 +71,10 @@ scenario "6. the seed's view: a container (PID namespace + bind-mounted /dev/nvi
 "$CH" "$W/c.ready" 1024 & pids+=($!); waitfile "$W/c.ready"
 unshare -p -f -m --mount-proc sh -c "mount --make-rprivate / && mount --bind /dev/nvidia0 /dev/nvidia0 &&
 	echo '--- fuser -v /dev/nvidia0 (in the container)'; fuser -v /dev/nvidia0 2>&1 | sed 's/^/  /';
-	echo '--- gpuwho holders /dev/nvidia0 (in the container)'; '$GW' holders --no-color /dev/nvidia0 2>&1 | sed 's/^/  /'"
+	echo '--- gpuwho holders /dev/nvidia0 (in the container)'; '$GW' holders --no-color /dev/nvidia0 2>&1 | sed 's/^/  /';
+	echo '--- nvidia-smi (in the container)'; nvidia-smi --query-compute-apps=pid,used_memory --format=csv 2>&1 | sed 's/^/  /';
+	echo '--- gpuwho ps (in the container)'; '$GW' ps --no-color 2>&1 | sed 's/^/  /';
+	if '$GW' why --help >/dev/null 2>&1; then echo '--- gpuwho why (in the container)'; '$GW' why --no-color 2>&1 | sed 's/^/  /'; fi"
 echo "--- on the host: gpuwho holders /dev/nvidia0"; "$GW" holders --no-color /dev/nvidia0 | sed 's/^/  /'
 stop_all
 

@@ -1,0 +1,116 @@
+/* why: a verdict per GPU (why its memory is in use), the evidence behind it and the exact fix. */
+#include "cli.h"
+#include "cmd/cmd.h"
+#include "diagnose.h"
+#include "escape.h"
+#include "render.h"
+#include "snapshot.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+	"Usage: gpuwho why [OPTIONS] [GPU...]\n"
+	"\n"
+	"Says why each GPU's memory is in use, with the evidence and the exact fix: live processes\n"
+	"(nothing to free), orphaned serving workers whose launcher died, a process that inherited an\n"
+	"exited process's device files, a <defunct> group leader whose threads still hold the GPU, a\n"
+	"stopped holder, a process stuck in the driver, holders outside this container's PID namespace,\n"
+	"memory no process holds (a driver-level leak), memory being released, GPU health that needs a\n"
+	"reset; and for the host: leaked /dev/shm segments, host memory running low. A bind-mounted\n"
+	"device node (fuser's \"kernel mount\") is explained, never taken for a holder.\n"
+	"why only looks: it never signals a process or resets a GPU (see gpuwho free).\n"
+	"\n"
+	"GPU selectors: an index (0), a UUID (GPU-..., a unique prefix will do), a PCI bus id\n"
+	"(0000:65:00.0) or a device path (/dev/nvidia0). Findings about the host are always shown.\n"
+	"\n"
+	"Options:\n"
+	"  --from FILE      diagnose a snapshot (gpuwho snapshot -o FILE; \"-\": stdin) instead of this host\n"
+	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
+	"  --no-nvml        do not ask NVML: holders only, no memory verdicts\n"
+	CLI_COMMON_HELP
+	"\n"
+	"Examples:\n"
+	"  gpuwho why                   every GPU\n"
+	"  gpuwho why 0 2               GPUs 0 and 2\n"
+	"  gpuwho why --json | jq -r '.findings[] | select(.severity == \"action\") | .fix'\n"
+	"\n"
+	"Exit status: 0 nothing needs attention (findings are ok or info), 1 a finding is a warning or\n"
+	"needs action, 2 bad usage (an unknown GPU selector too), 3 nothing could be inspected (neither\n"
+	"NVML nor /proc, or the --from file could not be loaded).\n";
+
+int cmd_why(int argc, char **argv)
+{
+	struct cli c = {.cmd = "why"};
+	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
+	if (r < 0)
+		return cli_exit_for(r);
+	struct snapshot s;
+	if (c.from) {
+		char *err = NULL;
+		if (snapshot_load(c.from, &s, &err) < 0) {
+			char *e = escape_term(err ? err : "unreadable", strlen(err ? err : "unreadable"));
+			char *p = escape_term(c.from, strlen(c.from));
+			cli_error(&c, "%s: %s", p, e);
+			free(e);
+			free(p);
+			free(err);
+			snapshot_free(&s);
+			return EXIT_CANNOT;
+		}
+	} else {
+		/* The second sample tells memory being released from a leak (docs/why.md). */
+		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml, .resample_s = 0.5};
+		snapshot_collect(&so, &s);
+	}
+
+	struct diagnosis d;
+	diagnose(&s, &d);
+
+	int code = EXIT_FINE;
+	bool *show = NULL;
+	if (r < argc) {
+		bool *gsel = xcalloc(d.acct.ngpus + 1, sizeof *gsel);
+		for (int i = r; i < argc; i++) {
+			int k = account_select(&d.acct, argv[i]);
+			if (k >= 0) {
+				gsel[k] = true;
+				continue;
+			}
+			char *e = escape_term(argv[i], strlen(argv[i]));
+			if (k == -2)
+				cli_error(&c, "'%s' matches more than one GPU's UUID; give more of it", e);
+			else
+				cli_error(&c, "no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., "
+					  "PCI bus id 0000:65:00.0, /dev/nvidiaN)", e, d.acct.ngpus,
+					  d.acct.ngpus == 1 ? "" : "s");
+			free(e);
+			code = EXIT_USAGE;
+		}
+		show = xcalloc(d.nfindings + 1, sizeof *show);
+		for (size_t i = 0; i < d.nfindings; i++)
+			show[i] = d.findings[i].slot < 0 || gsel[d.findings[i].slot];
+		free(gsel);
+	}
+	if (code == EXIT_FINE) {
+		if (c.json) {
+			json_t *j = render_why_json(&d, show, s.host_pidns);
+			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+			fputc('\n', stdout);
+			json_decref(j);
+		} else {
+			struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
+			render_why_text(stdout, &d, show, &ro);
+		}
+		if (!s.nvml.loaded && s.scan.nscanned == 0)
+			code = EXIT_CANNOT;
+		else if (diag_worst(&d, show) >= DIAG_WARNING)
+			code = EXIT_PROBLEM;
+	}
+	free(show);
+	diagnosis_free(&d);
+	snapshot_free(&s);
+	return code;
+}

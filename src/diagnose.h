@@ -1,0 +1,75 @@
+/* diagnose: from a snapshot to findings — per GPU and for the host, a verdict (why the memory is
+ * in use), the evidence it rests on, the exact fix and the PIDs involved. Pure: no I/O, no clock,
+ * no environment; docs/why.md explains each verdict and FACTS.md the facts behind it. */
+#ifndef GPUWHO_DIAGNOSE_H
+#define GPUWHO_DIAGNOSE_H
+
+#include "account.h"
+#include "snapshot.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Memory with no holder above this is more than the driver's own use: NVML's v2 used excludes the
+ * reserve, and what the driver keeps besides stays near 10 MiB, while one CUDA context alone takes
+ * about 500 MiB on an H200 (the same bound ps uses for memory hidden outside a PID namespace). */
+#define DIAG_UNHELD_MIN_BYTES ACCT_HIDDEN_MIN_BYTES
+
+/* A drop of used memory between the two samples at least this large means memory is being
+ * released (a holder that just exited, a context being torn down): not a leak yet. */
+#define DIAG_RELEASE_MIN_BYTES (64ull << 20)
+
+/* Leaked /dev/shm segments at or above this total are worth acting on; below it they are noted. */
+#define DIAG_SHM_ACTION_BYTES (64ull << 20)
+
+/* Host memory is low when MemAvailable is below this percentage of MemTotal. */
+#define DIAG_HOST_LOW_PERCENT 10
+
+/* GPU processes pinning or locking at least this much host memory in total are named. */
+#define DIAG_PINNED_MIN_BYTES (1ull << 30)
+
+/* How much a finding matters. The order is significant: worse is larger. */
+enum diag_severity {
+	DIAG_OK,        /* nothing wrong (in use by live processes, idle) */
+	DIAG_INFO,      /* explains something; nothing to do (a bind mount, memory being released) */
+	DIAG_WARNING,   /* a problem, or one that cannot be confirmed from here: a person should look */
+	DIAG_ACTION,    /* memory or a GPU is stuck and the fix says what frees it */
+};
+
+struct finding {
+	const char *verdict;      /* stable id (static): "in_use", "orphaned_workers", ... (docs/why.md) */
+	enum diag_severity severity;
+	int gpu;                  /* NVML index; -1 when host-wide or NVML does not know the GPU */
+	int minor;                /* /dev/nvidiaN's N; -1 when host-wide or unknown */
+	int slot;                 /* index into diagnosis.acct.gpus; -1 when host-wide */
+	char *headline;           /* one line; may contain process-controlled bytes (escape to show) */
+	char **evidence;          /* the snapshot facts it rests on, one per line, raw */
+	size_t nevidence;
+	char *fix;                /* the exact command, or what to do when no command can help; NULL: none */
+	int *pids;                /* processes involved, in this /proc's PID namespace */
+	size_t npids;
+	bool uncertain;           /* some processes could not be inspected: the conclusion may be wrong */
+};
+
+struct diagnosis {
+	struct acct acct;         /* the per-GPU memory join it rests on (borrows from the snapshot) */
+	struct finding *findings; /* GPU findings in acct.gpus order, worst first within a GPU; then the
+				   * host-wide ones */
+	size_t nfindings;
+	bool uncertain;           /* scan.denied or scan.timed_out: "no holder" cannot be certain */
+};
+
+/* Diagnoses s. *out borrows from s (through out->acct), which must outlive it; free it with
+ * diagnosis_free. Never fails: a snapshot with nothing in it gives findings that say so. */
+void diagnose(const struct snapshot *s, struct diagnosis *out);
+
+/* Frees what diagnose allocated; accepts NULL. */
+void diagnosis_free(struct diagnosis *d);
+
+/* "ok", "info", "warning", "action". */
+const char *diag_severity_name(enum diag_severity sev);
+
+/* The worst severity among the findings f[0..n) with show[i] (show NULL: all); DIAG_OK when none. */
+enum diag_severity diag_worst(const struct diagnosis *d, const bool *show);
+
+#endif
