@@ -52,6 +52,15 @@ struct free_shm_result {
 	char *why;               /* why it was kept (held again, replaced, creator back, error) */
 };
 
+/* What --reset did for one selected GPU (decided by cmd_free). */
+struct free_reset {
+	bool ran;                /* the command was run */
+	int status;              /* its exit status (free_run_reset's result) */
+	char **blockers;         /* what stands in the way (processes holding the GPU), one line each */
+	size_t nblockers;
+	char *refused;           /* why it was not run (not root, blockers, NVML does not know the GPU) */
+};
+
 /* Re-collects the host for the verification loop (the caller's snapshot_collect). 0 on success. */
 typedef int (*free_collect_fn)(void *ctx, struct snapshot *out);
 

@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
 	{"why", cmd_why, "verdict per GPU: why its memory is in use, the evidence, the exact fix"},
+	{"free", cmd_free, "safe cleanup of GPUs: the plan (dry run) unless --yes; verifies the memory came back"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -58,4 +58,27 @@ json_t *render_json_bytes(const char *s, size_t len);
  * the path for other files. Points into t->path. */
 const char *render_target_short(const struct target *t);
 
+struct free_plan;
+struct free_report;
+struct free_reset;
+
+/* What `gpuwho free` shows: the plan, and after --yes what happened. */
+struct free_view {
+	const struct free_plan *plan;
+	const struct free_report *report;  /* NULL: a dry run */
+	unsigned grace_s;
+	const struct free_reset *reset;    /* per plan GPU with --reset; NULL when not asked */
+	const char *reset_cmd;             /* the command --reset runs */
+	char **next;                       /* per plan GPU: the next step for what remains (raw text), or
+					    * NULL entries; NULL: none computed */
+	char **next_verdict;               /* per plan GPU: the why verdict behind next[i], or NULL */
+};
+
+/* Prints `gpuwho free`: the selected GPUs with the memory that should come back, whom it signals
+ * (or signalled) and how each ended, whom it spares and why, and the next step per GPU. */
+void render_free_text(FILE *f, const struct free_view *v, const struct render_opts *o);
+
+/* Returns `gpuwho free --json` (docs/json.md, "free") as a new JSON object; never NULL. */
+json_t *render_free_json(const struct free_view *v);
+
 #endif

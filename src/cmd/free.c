@@ -1,0 +1,325 @@
+/* free: safe cleanup of GPUs — prints whom it would signal and why (dry run), or with --yes signals them, verifies the memory came back, and reports. */
+#include "cli.h"
+#include "cmd/cmd.h"
+#include "diagnose.h"
+#include "escape.h"
+#include "free_act.h"
+#include "free_plan.h"
+#include "render.h"
+#include "snapshot.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GRACE_DEFAULT 10
+#define GRACE_MAX 3600
+#define SETTLE_S 10        /* after the grace: for SIGKILL to take and the memory to come back */
+#define RESET_TIMEOUT_S 120
+
+static const char usage[] =
+	"Usage: gpuwho free GPU... [--yes] [OPTIONS]\n"
+	"\n"
+	"Frees the selected GPUs safely. Without --yes it only prints the plan (a dry run): which\n"
+	"processes it would signal and why, which it would spare and why, and how much memory should\n"
+	"come back. With --yes it sends SIGTERM (and SIGCONT to stopped processes), waits up to --grace\n"
+	"seconds, sends SIGKILL to what is left, then looks again until the memory is back (at most 10 s\n"
+	"more) and reports per GPU: memory before and after, who exited on which signal, who did not and\n"
+	"why, and the next step.\n"
+	"\n"
+	"Whom it signals: the processes holding the selected GPUs (by NVML or by their device files,\n"
+	"including zombie leaders with live threads), their launchers up to the job's root (the walk\n"
+	"up stops below PID 1, service managers, container runtimes, schedulers and interactive\n"
+	"shells), and the job's other processes holding NVIDIA device files. Never: PID 1, gpuwho and\n"
+	"its ancestors, kernel threads, system GPU services and display servers (nvidia-persistenced,\n"
+	"nv-hostengine, nvidia-fabricmanager, dcgm*, Xorg, Xwayland, compositors) unless --include\n"
+	"names them, other users' processes unless --all-users (as root), and processes (or jobs) that\n"
+	"also use GPUs not selected unless --spill. Processes outside this PID namespace cannot be\n"
+	"signalled from here: run gpuwho on the host. Each signal goes through a pidfd opened before the\n"
+	"process's start time is checked against the plan's, so a recycled PID is never hit.\n"
+	"\n"
+	"GPU selectors: an index (0), a UUID (GPU-...), a PCI bus id (0000:65:00.0) or /dev/nvidiaN.\n"
+	"\n"
+	"Options:\n"
+	"  --yes            act (default: dry run)\n"
+	"  --grace SECONDS  SIGTERM to SIGKILL (0..3600, default 10)\n"
+	"  --include NAME   signal a protected process named NAME (repeatable)\n"
+	"  --all-users      signal other users' processes too (root only)\n"
+	"  --spill          signal processes and jobs that also use GPUs not selected\n"
+	"  --shm            also remove /dev/shm segments whose creator has exited and that nobody holds\n"
+	"  --reset          with --yes, as root, once no process holds the GPU: run\n"
+	"                   `nvidia-smi --gpu-reset -i N` ($GPUWHO_RESET_CMD replaces nvidia-smi)\n"
+	"  --from FILE      plan from a snapshot (gpuwho snapshot -o FILE); with --yes the live\n"
+	"                   processes must still have the snapshot's start times\n"
+	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
+	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
+	CLI_COMMON_HELP
+	"\n"
+	"Examples:\n"
+	"  gpuwho free 0 2                   what freeing GPUs 0 and 2 would do\n"
+	"  gpuwho free 0 2 --yes             do it\n"
+	"  gpuwho free 0 --yes --grace 30 --shm\n"
+	"\n"
+	"Exit status: dry run: 0 plan printed (whether or not it would free everything: see the\n"
+	"\"Not signalled\" list), 2 bad usage or an unknown GPU, 3 nothing could be inspected or the\n"
+	"--from file could not be loaded. --yes: 0 every selected GPU is free (no process holds memory\n"
+	"on it and NVML's used memory is below 256 MiB) and every asked reset and /dev/shm removal\n"
+	"succeeded; 1 otherwise; 2 and 3 as above.\n";
+
+enum { OPT_YES = 1000, OPT_GRACE, OPT_INCLUDE, OPT_ALL_USERS, OPT_SPILL, OPT_SHM, OPT_RESET };
+
+struct free_args {
+	bool yes, all_users, spill, shm, reset;
+	unsigned grace;
+	const char **include;
+	size_t ninclude;
+};
+
+static int parse_opt(int opt, const char *arg, void *ctx)
+{
+	struct free_args *a = ctx;
+	unsigned long long n;
+	switch (opt) {
+	case OPT_YES: a->yes = true; return 0;
+	case OPT_ALL_USERS: a->all_users = true; return 0;
+	case OPT_SPILL: a->spill = true; return 0;
+	case OPT_SHM: a->shm = true; return 0;
+	case OPT_RESET: a->reset = true; return 0;
+	case OPT_GRACE:
+		if (!parse_uint(arg, &n) || n > GRACE_MAX) {
+			char *e = escape_term(arg, strlen(arg));
+			fprintf(stderr, "gpuwho free: --grace wants whole seconds from 0 to %d, not '%s'\n", GRACE_MAX, e);
+			free(e);
+			return -1;
+		}
+		a->grace = (unsigned)n;
+		return 0;
+	case OPT_INCLUDE:
+		a->include = xrealloc(a->include, (a->ninclude + 1) * sizeof *a->include);
+		a->include[a->ninclude++] = arg;
+		return 0;
+	}
+	return -1;
+}
+
+/* gpuwho's own PID and its live ancestors: never signalled, whatever the snapshot says (with
+ * --from, the snapshot's were another gpuwho's). */
+static int *live_self(const char *proc_root, size_t *n)
+{
+	int *v = xmalloc(sizeof *v);
+	*n = 0;
+	v[(*n)++] = (int)getpid();
+	int procfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int pid = (int)getpid();
+	for (int depth = 0; procfd >= 0 && depth < 256; depth++) {
+		char name[32];
+		snprintf(name, sizeof name, "%d", pid);
+		int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			break;
+		struct proc_info p = {.pid = pid};
+		int r = proc_read_stat(dfd, &p);
+		close(dfd);
+		proc_info_free(&p);
+		if (r < 0 || p.ppid <= 0)
+			break;
+		v = xrealloc(v, (*n + 1) * sizeof *v);
+		v[(*n)++] = p.ppid;
+		pid = p.ppid;
+	}
+	if (procfd >= 0)
+		close(procfd);
+	return v;
+}
+
+struct collect_ctx {
+	struct snapshot_opts so;
+};
+
+static int collect_again(void *ctx, struct snapshot *out)
+{
+	struct collect_ctx *c = ctx;
+	return snapshot_collect(&c->so, out);
+}
+
+/* The next step per selected GPU for what remains: the worst finding `why` makes of the last look
+ * (its headline and fix), when it is worth acting on. */
+static void next_steps(const struct free_plan *plan, const struct free_report *r, char **next, char **verdict)
+{
+	if (!r->after_ok)
+		return;
+	struct diagnosis d;
+	diagnose(&r->after, &d);
+	for (size_t i = 0; i < plan->ngpus; i++) {
+		if (r->gpus[i].free)
+			continue;
+		const struct acct_gpu *g = &plan->acct.gpus[plan->gpus[i].slot];
+		const struct finding *best = NULL;
+		for (size_t k = 0; k < d.nfindings; k++) {
+			const struct finding *x = &d.findings[k];
+			bool same = g->index >= 0 ? x->gpu == g->index : (x->minor >= 0 && x->minor == g->minor);
+			if (same && x->severity >= DIAG_WARNING && (!best || x->severity > best->severity))
+				best = x;
+		}
+		if (best) {
+			next[i] = best->fix ? xasprintf("%s — %s", best->headline, best->fix) : xstrdup(best->headline);
+			verdict[i] = xstrdup(best->verdict);
+		} else {
+			next[i] = xstrdup("run `gpuwho why` to see what still holds it");
+		}
+	}
+	diagnosis_free(&d);
+}
+
+/* --reset: per GPU, run the reset command once nothing holds the GPU (as root); else say why not. */
+static bool do_resets(const struct free_plan *plan, const struct free_report *r, const char *cmd,
+		      struct free_reset *rs)
+{
+	bool ok = true;
+	for (size_t i = 0; i < plan->ngpus; i++) {
+		int index = plan->acct.gpus[plan->gpus[i].slot].index;
+		free_reset_blockers(r, plan, i, &rs[i].blockers, &rs[i].nblockers);
+		if (geteuid() != 0)
+			rs[i].refused = xstrdup("resetting a GPU needs root");
+		else if (rs[i].nblockers)
+			rs[i].refused = xasprintf("%zu process%s still hold%s the GPU (listed above); a reset would fail",
+						  rs[i].nblockers, rs[i].nblockers == 1 ? "" : "es",
+						  rs[i].nblockers == 1 ? "s" : "");
+		else if (index < 0)
+			rs[i].refused = xstrdup("NVML does not know this GPU, so it has no index to reset");
+		else {
+			fprintf(stderr, "gpuwho free: running %s --gpu-reset -i %d\n", cmd, index);
+			rs[i].ran = true;
+			rs[i].status = free_run_reset(cmd, index, RESET_TIMEOUT_S);
+		}
+		ok = ok && rs[i].ran && rs[i].status == 0;
+	}
+	return ok;
+}
+
+int cmd_free(int argc, char **argv)
+{
+	struct cli c = {.cmd = "free"};
+	struct free_args a = {.grace = GRACE_DEFAULT};
+	static const struct option own[] = {
+		{"yes", no_argument, NULL, OPT_YES},
+		{"grace", required_argument, NULL, OPT_GRACE},
+		{"include", required_argument, NULL, OPT_INCLUDE},
+		{"all-users", no_argument, NULL, OPT_ALL_USERS},
+		{"spill", no_argument, NULL, OPT_SPILL},
+		{"shm", no_argument, NULL, OPT_SHM},
+		{"reset", no_argument, NULL, OPT_RESET},
+		{0, 0, 0, 0},
+	};
+	int r = cli_parse(&c, argc, argv, "", own, parse_opt, &a, usage);
+	if (r < 0) {
+		free(a.include);
+		return cli_exit_for(r);
+	}
+	if (r >= argc) {
+		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id or /dev/nvidiaN); see --help");
+		free(a.include);
+		return EXIT_USAGE;
+	}
+	const char *reset_cmd = getenv("GPUWHO_RESET_CMD");
+	if (!reset_cmd || !*reset_cmd)
+		reset_cmd = "nvidia-smi";
+
+	struct snapshot snap;
+	struct collect_ctx cc = {.so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml}};
+	if (c.from) {
+		char *err;
+		if (snapshot_load(c.from, &snap, &err) < 0) {
+			char *p = escape_term(c.from, strlen(c.from));
+			cli_error(&c, "%s: %s", p, err);
+			free(p);
+			free(err);
+			snapshot_free(&snap);
+			free(a.include);
+			return EXIT_CANNOT;
+		}
+	} else {
+		snapshot_collect(&cc.so, &snap);
+	}
+
+	size_t nself;
+	int *self = live_self(holders_proc_root(), &nself);
+	struct free_plan_opts po = {.include = a.include, .ninclude = a.ninclude, .all_users = a.all_users,
+				    .spill = a.spill, .uid = geteuid(), .protect = self, .nprotect = nself, .shm = a.shm};
+	struct free_plan plan;
+	char *err = NULL;
+	int code = EXIT_FINE;
+	if (free_plan_build(&snap, (const char *const *)argv + r, (size_t)(argc - r), &po, &plan, &err) < 0) {
+		char *e = escape_term(err, strlen(err));
+		cli_error(&c, "%s", e);
+		free(e);
+		free(err);
+		code = EXIT_USAGE;
+		goto out;
+	}
+	if (!snap.nvml.loaded && snap.scan.nscanned == 0) {
+		cli_error(&c, "neither NVML nor /proc could be read: nothing to plan from");
+		code = EXIT_CANNOT;
+		goto out;
+	}
+
+	struct free_report rep = {0};
+	struct free_reset *rs = NULL;
+	char **next = NULL, **verdict = NULL;
+	if (a.yes) {
+		const char *shm_dir = getenv("GPUWHO_SHM_ROOT");
+		struct free_act_opts ao = {.grace_s = a.grace, .settle_s = SETTLE_S, .proc_root = holders_proc_root(),
+					   .shm_dir = a.shm ? (shm_dir && *shm_dir ? shm_dir : "/dev/shm") : NULL,
+					   .collect = collect_again, .collect_ctx = &cc, .quiet = false};
+		free_act(&plan, &ao, &rep);
+		next = xcalloc(plan.ngpus + 1, sizeof *next);
+		verdict = xcalloc(plan.ngpus + 1, sizeof *verdict);
+		next_steps(&plan, &rep, next, verdict);
+		bool ok = rep.all_free;
+		if (a.reset) {
+			rs = xcalloc(plan.ngpus + 1, sizeof *rs);
+			ok = do_resets(&plan, &rep, reset_cmd, rs) && ok;
+		}
+		for (size_t i = 0; i < plan.nshm; i++)
+			ok = ok && (!plan.shm[i].remove || (rep.shm && rep.shm[i].removed));
+		code = ok ? EXIT_FINE : EXIT_PROBLEM;
+	}
+	struct free_view v = {.plan = &plan, .report = a.yes ? &rep : NULL, .grace_s = a.grace, .reset = rs,
+			      .reset_cmd = reset_cmd, .next = next, .next_verdict = verdict};
+	if (c.json) {
+		json_t *j = render_free_json(&v);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else {
+		struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
+		if (a.reset && !a.yes)
+			printf("--reset: after --yes has freed them, as root, `%s --gpu-reset -i N` runs for each GPU that "
+			       "no process holds any more.\n\n", reset_cmd);
+		render_free_text(stdout, &v, &ro);
+	}
+	for (size_t i = 0; rs && i < plan.ngpus; i++) {
+		for (size_t k = 0; k < rs[i].nblockers; k++)
+			free(rs[i].blockers[k]);
+		free(rs[i].blockers);
+		free(rs[i].refused);
+	}
+	free(rs);
+	for (size_t i = 0; next && i < plan.ngpus; i++) {
+		free(next[i]);
+		free(verdict[i]);
+	}
+	free(next);
+	free(verdict);
+	free_report_free(&rep);
+out:
+	free_plan_free(&plan);
+	free(self);
+	snapshot_free(&snap);
+	free(a.include);
+	return code;
+}
