@@ -10,6 +10,7 @@
  *     --comm NAME        set the process name (prctl PR_SET_NAME), hostile bytes and all
  *     --threads N        start N extra idle threads
  *     --stop             stop itself (SIGSTOP) once ready
+ *     --ignore-term      ignore SIGTERM (only SIGKILL ends it), like a server stuck in shutdown
  *   It writes the PID that holds the files to READY_FILE when everything is in place. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -102,7 +103,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		fprintf(stderr, "usage: holder READY_FILE [--open P] [--ro P] [--mmap P] [--leader-exit] [--fork-exit] "
-				"[--comm NAME] [--threads N] [--stop]\n");
+				"[--comm NAME] [--threads N] [--stop] [--ignore-term]\n");
 		return 2;
 	}
 	g_argv = argv;
@@ -116,6 +117,8 @@ int main(int argc, char **argv)
 			g_fork_exit = 1;
 		else if (!strcmp(argv[i], "--stop"))
 			g_stop = 1;
+		else if (!strcmp(argv[i], "--ignore-term"))
+			signal(SIGTERM, SIG_IGN);   /* before any thread starts: the disposition is per process */
 	}
 	if (leader_exit) {
 		pthread_t t;

@@ -31,7 +31,12 @@
  *                                  or 40-byte ones (a layout no driver has used: an unknown future one)
  *   grow_between_calls N [TIMES]   each time a process list answers INSUFFICIENT_SIZE, N more
  *                                  processes (pid 40000+) join it, at most TIMES times [1]
+ *   live_only                      memory follows the processes' lives, as the driver's does: at
+ *                                  nvmlInit, a `proc` (of any line, before or after) whose pid has
+ *                                  no live thread in /proc (gone, or a zombie whose threads all
+ *                                  exited) is dropped and its memory subtracted from its GPU's used
  */
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +101,7 @@ static struct {
 	bool init;
 	char driver[80], nvml[80];
 	int init_error;
+	bool live_only;
 	unsigned ngpus, nfails, stride, grow, grow_times;
 	struct fgpu gpus[MAX_GPUS];
 	struct ffail fails[MAX_FAILS];
@@ -218,6 +224,8 @@ static bool scenario_line(char *line)
 		snprintf(S.driver, sizeof S.driver, "%s", tok[1]);
 	else if (!strcmp(tok[0], "nvml") && n == 2)
 		snprintf(S.nvml, sizeof S.nvml, "%s", tok[1]);
+	else if (!strcmp(tok[0], "live_only") && n == 1)
+		S.live_only = true;
 	else if (!strcmp(tok[0], "init_error") && n == 2 && num(tok[1], &a))
 		S.init_error = (int)a;
 	else if (!strcmp(tok[0], "stride") && n == 2 && num(tok[1], &a) && (a == 24 || a == 32 || a == 40))
@@ -276,6 +284,55 @@ static bool scenario_line(char *line)
 	return true;
 }
 
+/* True when some thread of pid is alive: a zombie leader with a live thread still holds its
+ * context, a zombie whose threads have all exited has closed its files (the driver freed it). */
+static bool pid_alive(unsigned pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%u/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	bool alive = false;
+	struct dirent *e;
+	while (!alive && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sp[320], buf[512];
+		snprintf(sp, sizeof sp, "/proc/%u/task/%s/stat", pid, e->d_name);
+		FILE *f = fopen(sp, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		const char *rp = strrchr(buf, ')');
+		alive = rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+	}
+	closedir(d);
+	return alive;
+}
+
+/* live_only: drops the processes that are gone, and their memory from used. */
+static void drop_dead(void)
+{
+	for (unsigned g = 0; g < S.ngpus; g++)
+		for (int l = 0; l < NLISTS; l++) {
+			struct fgpu *G = &S.gpus[g];
+			unsigned k = 0;
+			for (unsigned i = 0; i < G->nprocs[l]; i++) {
+				struct fproc *p = &G->procs[l][i];
+				if (pid_alive(p->pid)) {
+					G->procs[l][k++] = *p;
+					continue;
+				}
+				if (p->used != NOT_AVAILABLE)
+					G->used = G->used > p->used ? G->used - p->used : 0;
+			}
+			G->nprocs[l] = k;
+		}
+}
+
 /* Reads $FAKE_NVML_SCENARIO into S. Returns false (after saying why on stderr) on a bad file. */
 static bool scenario_load(void)
 {
@@ -301,6 +358,8 @@ static bool scenario_load(void)
 			fprintf(stderr, "fake_nvml: %s:%d: cannot understand: %s", path, lineno, copy);
 	}
 	fclose(f);
+	if (ok && S.live_only)
+		drop_dead();
 	return ok;
 }
 
