@@ -8,16 +8,6 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#define C_BOLD "\033[1m"
-#define C_RED "\033[31m"
-#define C_YEL "\033[33m"
-#define C_DIM "\033[2m"
-#define C_OFF "\033[0m"
-
-static const char *col(const struct render_opts *o, const char *c)
-{
-	return o->color ? c : "";
-}
 
 const char *render_target_short(const struct target *t)
 {
@@ -122,7 +112,7 @@ static void print_holder_detail(FILE *f, const struct holders_scan *s, const str
 	char *ecmd = escape_term(cmd, strlen(cmd));
 	char *start = fmt_time(p->start_time);
 	char *cont = container_str(&p->container);
-	fprintf(f, "%sPID %d%s  %s  user %s  state %c%s  ppid %d  started %s\n", col(o, C_BOLD), p->pid, col(o, C_OFF),
+	fprintf(f, "%sPID %d%s  %s  user %s  state %c%s  ppid %d  started %s\n", render_col(o, C_BOLD), p->pid, render_col(o, C_OFF),
 		comm, p->user ? p->user : "?", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "", p->ppid, start);
 	if (p->nnspid > 1) {
 		fprintf(f, "  pid in each namespace:");
@@ -148,12 +138,12 @@ static void print_holder_detail(FILE *f, const struct holders_scan *s, const str
 		if (d->nmap)
 			fprintf(f, "%s %u mapping%s", d->nfd ? "," : "", d->nmap, d->nmap > 1 ? "s" : "");
 		if (d->means & HOLD_THREAD)
-			fprintf(f, "; %sonly through thread %d: the group leader has exited%s", col(o, C_YEL), d->via_tid,
-				col(o, C_OFF));
+			fprintf(f, "; %sonly through thread %d: the group leader has exited%s", render_col(o, C_YEL), d->via_tid,
+				render_col(o, C_OFF));
 		if (d->means & HOLD_COPY) {
 			char *cp = escape_term(d->copy_path ? d->copy_path : "?", d->copy_path ? strlen(d->copy_path) : 1);
-			fprintf(f, "; %sthrough %s, another node with the same device number%s", col(o, C_YEL), cp,
-				col(o, C_OFF));
+			fprintf(f, "; %sthrough %s, another node with the same device number%s", render_col(o, C_YEL), cp,
+				render_col(o, C_OFF));
 			free(cp);
 		}
 		fputc('\n', f);
@@ -218,11 +208,11 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		}
 		if (wuser > 12)
 			wuser = 12;
-		int used = fprintf(f, "%s%-*s %-*s %-*s %-5s %-*s ", col(o, C_BOLD), wpid, "PID", wppid, "PPID", wuser,
+		int used = fprintf(f, "%s%-*s %-*s %-*s %-5s %-*s ", render_col(o, C_BOLD), wpid, "PID", wppid, "PPID", wuser,
 				   "USER", "STATE", wholds, "HOLDS (how)") - (o->color ? 4 : 0);
 		if (any_cont)
 			used += fprintf(f, "%-*s ", wcont, "CONTAINER");
-		fprintf(f, "COMMAND%s\n", col(o, C_OFF));
+		fprintf(f, "COMMAND%s\n", render_col(o, C_OFF));
 		for (size_t i = 0; i < s->nholders; i++) {
 			const struct proc_info *p = &s->holders[i].info;
 			char *st = state_str(p);
@@ -230,7 +220,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 			char *cmd = proc_cmdline_joined(p);
 			char *ecmd = escape_term(cmd, strlen(cmd));
 			used = fprintf(f, "%-*d %-*d %-*.*s %s%-5s%s %-*s ", wpid, p->pid, wppid, p->ppid, wuser, wuser,
-				       p->user ? p->user : "?", odd ? col(o, C_RED) : "", st, odd ? col(o, C_OFF) : "",
+				       p->user ? p->user : "?", odd ? render_col(o, C_RED) : "", st, odd ? render_col(o, C_OFF) : "",
 				       wholds, holds[i]) - (odd && o->color ? 9 : 0);
 			if (any_cont)
 				used += fprintf(f, "%-*s ", wcont, conts[i]);
@@ -252,15 +242,15 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 				if (d->means & HOLD_THREAD)
 					fprintf(f, "%s! PID %d holds %s only through its live thread %d: the thread-group leader "
 						   "has exited (<defunct> in ps), so fuser and lsof do not list it.%s\n",
-						col(o, C_YEL), h->info.pid, tp, d->via_tid, col(o, C_OFF));
+						render_col(o, C_YEL), h->info.pid, tp, d->via_tid, render_col(o, C_OFF));
 				if (d->means & HOLD_COPY) {
 					char *cp = escape_term(d->copy_path ? d->copy_path : "?",
 							       d->copy_path ? strlen(d->copy_path) : 1);
 					fprintf(f, "%s! PID %d holds %s through its own node %s: another inode with the same "
 						   "device number %u:%u (a mknod'ed copy, as in a container's /dev); fuser "
 						   "and lsof match by inode and miss it.%s\n",
-						col(o, C_YEL), h->info.pid, tp, cp, major(s->targets[d->target].rdev),
-						minor(s->targets[d->target].rdev), col(o, C_OFF));
+						render_col(o, C_YEL), h->info.pid, tp, cp, major(s->targets[d->target].rdev),
+						minor(s->targets[d->target].rdev), render_col(o, C_OFF));
 					free(cp);
 				}
 				if (d->means == HOLD_MMAP)
@@ -281,7 +271,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		fprintf(f, "%s%s is a mount point (bind mount of %s:%s) — NOT a holder.%s fuser prints this as \"kernel "
 			   "mount\": the node was bind-mounted here, as container runtimes do with GPU devices; it holds no "
 			   "GPU memory and no process needs to be killed for it.\n",
-			col(o, C_DIM), mp, m->fstype, rt, col(o, C_OFF));
+			render_col(o, C_DIM), mp, m->fstype, rt, render_col(o, C_OFF));
 		free(mp);
 		free(rt);
 	}
@@ -297,8 +287,8 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 	for (size_t i = 0; i < s->ntimed_out; i++) {
 		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
 					      : xstrdup("?");
-		fprintf(f, "%sskipped PID %d (%s): %s%s\n", col(o, C_YEL), s->timed_out[i].pid, c, s->timed_out[i].why,
-			col(o, C_OFF));
+		fprintf(f, "%sskipped PID %d (%s): %s%s\n", render_col(o, C_YEL), s->timed_out[i].pid, c, s->timed_out[i].why,
+			render_col(o, C_OFF));
 		free(c);
 	}
 	for (size_t i = 0; i < s->nnotes; i++)

@@ -14,6 +14,20 @@ struct render_opts {
 	int width;       /* terminal columns to fit lines to; 0: no limit */
 };
 
+/* ANSI colours, used only through render_col so that --no-color and NO_COLOR turn them all off. */
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_YEL "\033[33m"
+#define C_GRN "\033[32m"
+#define C_DIM "\033[2m"
+#define C_OFF "\033[0m"
+
+/* The escape sequence c when colour is on, else "". */
+static inline const char *render_col(const struct render_opts *o, const char *c)
+{
+	return o->color ? c : "";
+}
+
 /* Prints the holders table, the mount points that are not holders, and what could not be seen. */
 void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o);
 

@@ -8,17 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define C_BOLD "\033[1m"
-#define C_RED "\033[31m"
-#define C_YEL "\033[33m"
-#define C_DIM "\033[2m"
-#define C_OFF "\033[0m"
 #define MIB (1024ULL * 1024ULL)
-
-static const char *col(const struct render_opts *o, const char *c)
-{
-	return o->color ? c : "";
-}
 
 /* "12,345" into buf: bytes in MiB. */
 static const char *num(char *buf, size_t n, unsigned long long bytes)
@@ -164,9 +154,9 @@ static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts
 	int n = 0;
 	char a[48], b[48];
 	if (g->index >= 0)
-		parts[n++] = xasprintf("%sGPU %d%s", col(o, C_BOLD), g->index, col(o, C_OFF));
+		parts[n++] = xasprintf("%sGPU %d%s", render_col(o, C_BOLD), g->index, render_col(o, C_OFF));
 	else
-		parts[n++] = xasprintf("%sGPU (minor %d)%s", col(o, C_BOLD), g->minor, col(o, C_OFF));
+		parts[n++] = xasprintf("%sGPU (minor %d)%s", render_col(o, C_BOLD), g->minor, render_col(o, C_OFF));
 	if (g->nvml && g->nvml->name_rc == 0 && g->nvml->name[0]) {
 		char *e = escape_term(g->nvml->name, strlen(g->nvml->name));
 		parts[n++] = e;
@@ -179,11 +169,11 @@ static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts
 		parts[n++] = xasprintf("unattributed 0 MiB (processes' sum exceeds used by %s: read moments apart)",
 				       mib(a, sizeof a, g->attributed_bytes - g->used_bytes));
 	else if (g->unattributed_known)
-		parts[n++] = xasprintf("%sunattributed %s%s%s", g->unattributed_bytes >= MIB ? col(o, C_YEL) : "",
+		parts[n++] = xasprintf("%sunattributed %s%s%s", g->unattributed_bytes >= MIB ? render_col(o, C_YEL) : "",
 				       mib(a, sizeof a, g->unattributed_bytes),
 				       g->nunknown ? (g->nunknown == 1 ? " (includes 1 process of unknown size)"
 							   : " (includes processes of unknown size)") : "",
-				       g->unattributed_bytes >= MIB ? col(o, C_OFF) : "");
+				       g->unattributed_bytes >= MIB ? render_col(o, C_OFF) : "");
 	else
 		parts[n++] = xstrdup("unattributed unknown");
 	if (g->bus_id)
@@ -230,9 +220,9 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	headline(f, g, o);
 	if (g->nvml && g->nvml->error) {
 		char *e = escape_term(g->nvml->error, strlen(g->nvml->error));
-		fprintf(f, "  %s", col(o, C_RED));
+		fprintf(f, "  %s", render_col(o, C_RED));
 		render_wrap(f, e, o->width, "  ", 2);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(e);
 	}
 	if (g->hidden_outside) {
@@ -242,9 +232,9 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 				       "running processes found\"). Run gpuwho on the host, or in a container started "
 				       "with --pid=host, to see and free them.",
 				       mib(mb, sizeof mb, g->unattributed_bytes));
-		fprintf(f, "  %s! ", col(o, C_YEL));
+		fprintf(f, "  %s! ", render_col(o, C_YEL));
 		render_wrap(f, line, o->width, "    ", 4);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(line);
 	}
 	if (g->nprocs == 0) {
@@ -263,10 +253,10 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	}
 	if (wcont > 24)
 		wcont = 24;
-	fprintf(f, "%s  %7s %-8s %-5s %11s  ", col(o, C_DIM), "PID", "USER", "STATE", "MEMORY");
+	fprintf(f, "%s  %7s %-8s %-5s %11s  ", render_col(o, C_DIM), "PID", "USER", "STATE", "MEMORY");
 	if (any_cont)
 		fprintf(f, "%-*s ", wcont, "CONTAINER");
-	fprintf(f, "COMMAND%s\n", col(o, C_OFF));
+	fprintf(f, "COMMAND%s\n", render_col(o, C_OFF));
 	unsigned seen = 0;   /* kinds present, for the legend */
 	for (size_t i = 0; i < g->nprocs; i++) {
 		const struct acct_proc *r = &g->procs[i];
@@ -277,18 +267,18 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 			snprintf(st, sizeof st, "%c%s", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "");
 		bool odd = p && (p->state == 'Z' || p->state == 'D' || p->state == 'T' || p->state == 't');
 		char *user = p && p->user ? escape_term(p->user, strlen(p->user)) : xstrdup("?");
-		int used = fprintf(f, "  %7d %-8.8s %s%-5s%s %11s  ", r->pid, user, odd ? col(o, C_RED) : "", st,
-				   odd ? col(o, C_OFF) : "", mem_cell(r, mb, sizeof mb)) - (odd && o->color ? 9 : 0);
+		int used = fprintf(f, "  %7d %-8.8s %s%-5s%s %11s  ", r->pid, user, odd ? render_col(o, C_RED) : "", st,
+				   odd ? render_col(o, C_OFF) : "", mem_cell(r, mb, sizeof mb)) - (odd && o->color ? 9 : 0);
 		if (any_cont)
 			used += fprintf(f, "%-*.*s ", wcont, wcont, conts[i]);
 		char *cmd = command_cell(r);
 		bool special = r->kind == ACCT_OUTSIDE || r->kind == ACCT_EXITED;
-		fputs(special ? col(o, C_YEL) : "", f);
+		fputs(special ? render_col(o, C_YEL) : "", f);
 		if (o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
 			fprintf(f, "%.*s…", o->width - used - 1, cmd);
 		else
 			fputs(cmd, f);
-		fprintf(f, "%s\n", special ? col(o, C_OFF) : "");
+		fprintf(f, "%s\n", special ? render_col(o, C_OFF) : "");
 		free(cmd);
 		free(user);
 		free(conts[i]);
@@ -308,9 +298,9 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 					 r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory of unknown size");
 		else
 			line = xasprintf("%s, %s.", m, r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory unknown");
-		fprintf(f, "  %s! ", col(o, C_YEL));
+		fprintf(f, "  %s! ", render_col(o, C_YEL));
 		render_wrap(f, line, o->width, "    ", 4);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(m);
 		free(line);
 	}
@@ -324,9 +314,9 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	};
 	for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++)
 		if (seen & (1u << legend[i].k)) {
-			fprintf(f, "  %s", col(o, C_DIM));
+			fprintf(f, "  %s", render_col(o, C_DIM));
 			render_wrap(f, legend[i].text, o->width, "    ", 2);
-			fputs(col(o, C_OFF), f);
+			fputs(render_col(o, C_OFF), f);
 		}
 }
 
@@ -340,9 +330,9 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 	} else if (!nv->loaded || (nv->error && nv->ngpus == 0)) {
 		char *m = xasprintf("NVML: %s", nv->error ? nv->error : "did not answer");
 		char *e = escape_term(m, strlen(m));
-		fputs(col(o, C_YEL), f);
+		fputs(render_col(o, C_YEL), f);
 		render_wrap(f, e, o->width, "  ", 0);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		if (!nv->loaded)
 			render_wrap(f, "Showing the holders /proc and /dev show; GPU memory unknown.", o->width, "", 0);
 		free(m);
@@ -379,9 +369,9 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 	for (size_t i = 0; i < s->nmounts; i++) {
 		char *mp = escape_term(s->mounts[i].mount_point, strlen(s->mounts[i].mount_point));
 		char *line = xasprintf("%s is a mount point (bind mount), not a holder: fuser's \"kernel mount\".", mp);
-		fprintf(f, "%s", col(o, C_DIM));
+		fprintf(f, "%s", render_col(o, C_DIM));
 		render_wrap(f, line, o->width, "  ", 0);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(mp);
 		free(line);
 	}
@@ -395,9 +385,9 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
 					      : xstrdup("?");
 		char *line = xasprintf("skipped PID %d (%s): %s", s->timed_out[i].pid, c, s->timed_out[i].why);
-		fputs(col(o, C_YEL), f);
+		fputs(render_col(o, C_YEL), f);
 		render_wrap(f, line, o->width, "  ", 0);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(c);
 		free(line);
 	}

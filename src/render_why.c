@@ -7,17 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define C_BOLD "\033[1m"
-#define C_RED "\033[31m"
-#define C_YEL "\033[33m"
-#define C_GRN "\033[32m"
-#define C_DIM "\033[2m"
-#define C_OFF "\033[0m"
-
-static const char *col(const struct render_opts *o, const char *c)
-{
-	return o->color ? c : "";
-}
 
 static const char *sev_color(enum diag_severity s)
 {
@@ -42,15 +31,15 @@ static void finding_text(FILE *f, const struct finding *x, const struct render_o
 {
 	char tag[16];
 	int n = snprintf(tag, sizeof tag, "[%s]", diag_severity_name(x->severity));
-	fprintf(f, "%s%s%s %s", col(o, sev_color(x->severity)), tag, col(o, C_OFF), col(o, C_BOLD));
+	fprintf(f, "%s%s%s %s", render_col(o, sev_color(x->severity)), tag, render_col(o, C_OFF), render_col(o, C_BOLD));
 	put(f, x->headline, o, "  ", n + 1);
-	fputs(col(o, C_OFF), f);
+	fputs(render_col(o, C_OFF), f);
 	for (size_t i = 0; i < x->nevidence; i++) {
 		fputs("  - ", f);
 		put(f, x->evidence[i], o, "    ", 4);
 	}
 	if (x->fix) {
-		fprintf(f, "  %sfix:%s ", col(o, C_BOLD), col(o, C_OFF));
+		fprintf(f, "  %sfix:%s ", render_col(o, C_BOLD), render_col(o, C_OFF));
 		put(f, x->fix, o, "    ", 7);
 	}
 }
@@ -81,9 +70,9 @@ void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const
 		char *line = xasprintf("%zu finding%s need%s attention (%s%s%s).%s", n, n == 1 ? "" : "s",
 				       n == 1 ? "s" : "", act, *act && *warn ? ", " : "", warn,
 				       uncertain ? " Some processes could not be inspected: see above." : "");
-		fputs(col(o, C_BOLD), f);
+		fputs(render_col(o, C_BOLD), f);
 		render_wrap(f, line, o->width, "", 0);
-		fputs(col(o, C_OFF), f);
+		fputs(render_col(o, C_OFF), f);
 		free(line);
 		free(act);
 		free(warn);

@@ -87,3 +87,20 @@ skip() {
 
 # need_root: skips the test unless running as root (mknod, namespaces, other users).
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
+
+# GPU stand-ins for ps/why/free tests: under $TMP/dev (GPUWHO_DEV_ROOT, where nvidiaN counts as GPU N by
+# name), nodes with device numbers few processes hold: nvidia0 = 1:7 (/dev/full), nvidia1 = 1:8
+# (/dev/random), nvidiactl = 1:5 (/dev/zero).
+mkdevs() {
+	need_root
+	mkdir -p "$TMP/dev"
+	mknod "$TMP/dev/nvidia0" c 1 7
+	mknod "$TMP/dev/nvidia1" c 1 8
+	mknod "$TMP/dev/nvidiactl" c 1 5
+}
+
+# scenario LINES...: the fake NVML's scenario file (format: tests/lib/fake_nvml.c).
+scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
+
+# gw ARGS...: gpuwho with the stand-in /dev and the fake NVML's scenario.
+gw() { GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" "$GPUWHO" "$@"; }

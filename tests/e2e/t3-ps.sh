@@ -7,23 +7,6 @@ export LC_ALL=C.UTF-8
 FAKE="$TESTBIN/fake_nvml.so"
 MiB=1048576
 
-
-# Stand-ins with distinct device numbers that few processes hold: /dev/full, /dev/random, /dev/zero.
-mkdevs() {
-	need_root
-	mkdir -p "$TMP/dev"
-	mknod "$TMP/dev/nvidia0" c 1 7
-	mknod "$TMP/dev/nvidia1" c 1 8
-	mknod "$TMP/dev/nvidiactl" c 1 5
-}
-
-
-# scenario LINES...: the fake NVML's scenario file.
-scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
-
-# gw ARGS...: gpuwho with the stand-in /dev and the fake NVML.
-gw() { GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" "$GPUWHO" "$@"; }
-
 test_memory_is_attributed_per_pid_sorted_and_used_is_the_sum_plus_unattributed() {
 	mkdevs
 	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID

@@ -6,17 +6,6 @@
 export LC_ALL=C.UTF-8
 FAKE="$TESTBIN/fake_nvml.so"
 
-# Stand-ins with distinct device numbers that few processes hold: /dev/full, /dev/random, /dev/zero.
-mkdevs() {
-	need_root
-	mkdir -p "$TMP/dev"
-	mknod "$TMP/dev/nvidia0" c 1 7
-	mknod "$TMP/dev/nvidia1" c 1 8
-	mknod "$TMP/dev/nvidiactl" c 1 5
-}
-
-scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
-gw() { GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" "$GPUWHO" "$@"; }
 
 test_a_live_holder_is_in_use_and_exit_0() {
 	mkdevs

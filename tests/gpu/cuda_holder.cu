@@ -5,12 +5,14 @@
 //   --fork-exit    after allocating, fork; the parent exits, the child keeps the inherited fds
 //   --stop         SIGSTOP itself once ready
 //   --ignore-term  ignore SIGTERM (for `gpuwho free` validation)
+//   --comm NAME    set the process name (prctl), e.g. sglang::scheduler_TP0 as SGLang's workers do
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static const char *ready_path;
@@ -79,6 +81,8 @@ int main(int argc, char **argv)
 			fork_exit = 1;
 		else if (!strcmp(argv[i], "--stop"))
 			stop_self = 1;
+		else if (!strcmp(argv[i], "--comm") && i + 1 < argc)
+			prctl(PR_SET_NAME, argv[++i]);
 		else if (!strcmp(argv[i], "--ignore-term"))
 			signal(SIGTERM, SIG_IGN);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
