@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define C_BOLD "\033[1m"
-#define C_RED "\033[31m"
-#define C_GRN "\033[32m"
-#define C_DIM "\033[2m"
-#define C_OFF "\033[0m"
-
-static const char *col(const struct render_opts *o, const char *c)
-{
-	return o->color ? c : "";
-}
-
 /* Raw text, escaped and wrapped, from column col0. */
 static void put(FILE *f, const char *raw, const struct render_opts *o, const char *indent, int col0)
 {
@@ -82,8 +71,8 @@ static void proc_line(FILE *f, const struct free_proc *fp, const struct render_o
 	char *user = fp->info && fp->info->user ? escape_term(fp->info->user, strlen(fp->info->user)) : xstrdup("-");
 	char state = fp->info ? fp->info->state : '-';
 	char *cmd = fp->info ? proc_cmdline_joined(fp->info) : xstrdup("(not in this PID namespace)");
-	int n = fprintf(f, "  %s%-7d%s %-8s %c  %-11s ", col(o, C_BOLD), fp->pid, col(o, C_OFF), user, state, mem);
-	n -= (int)(strlen(col(o, C_BOLD)) + strlen(col(o, C_OFF)));
+	int n = fprintf(f, "  %s%-7d%s %-8s %c  %-11s ", render_col(o, C_BOLD), fp->pid, render_col(o, C_OFF), user, state, mem);
+	n -= (int)(strlen(render_col(o, C_BOLD)) + strlen(render_col(o, C_OFF)));
 	if (fp->role == FREE_ROLE_EXITED)
 		fputs("(exited)\n", f);
 	else
@@ -99,7 +88,7 @@ static void gpu_headline(FILE *f, const struct free_view *v, size_t i, const str
 	const struct acct_gpu *g = &p->acct.gpus[fg->slot];
 	char *label = free_gpu_label(g);
 	char a[32], b[32], c[32];
-	fprintf(f, "%s%s%s", col(o, C_BOLD), label, col(o, C_OFF));
+	fprintf(f, "%s%s%s", render_col(o, C_BOLD), label, render_col(o, C_OFF));
 	if (g->nvml && g->nvml->name[0])
 		fprintf(f, "  %s", g->nvml->name);
 	if (!g->mem_known) {
@@ -117,7 +106,7 @@ static void gpu_headline(FILE *f, const struct free_view *v, size_t i, const str
 			fprintf(f, " -> %s used", fmt_mib(b, sizeof b, ga->used_bytes));
 		else
 			fputs(" -> memory unknown", f);
-		fprintf(f, ": %s%s%s", col(o, ga->free ? C_GRN : C_RED), ga->free ? "free" : "NOT free", col(o, C_OFF));
+		fprintf(f, ": %s%s%s", render_col(o, ga->free ? C_GRN : C_RED), ga->free ? "free" : "NOT free", render_col(o, C_OFF));
 	}
 	fputc('\n', f);
 	free(label);
@@ -168,8 +157,8 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 	}
 	fputc('\n', f);
 	if (p->nsignal) {
-		fprintf(f, "%s%s %zu process%s%s (SIGTERM; SIGKILL after %u s):\n", col(o, C_BOLD),
-			r ? "Signalled" : "Would signal", p->nsignal, p->nsignal == 1 ? "" : "es", col(o, C_OFF), v->grace_s);
+		fprintf(f, "%s%s %zu process%s%s (SIGTERM; SIGKILL after %u s):\n", render_col(o, C_BOLD),
+			r ? "Signalled" : "Would signal", p->nsignal, p->nsignal == 1 ? "" : "es", render_col(o, C_OFF), v->grace_s);
 		for (size_t i = 0; i < p->nsignal; i++) {
 			const struct free_proc *fp = &p->procs[i];
 			proc_line(f, fp, o);
@@ -188,11 +177,11 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 			}
 			if (r) {
 				char *t = outcome_text(&r->procs[i], fp);
-				fprintf(f, "           %s", col(o, r->procs[i].outcome == FREE_OUT_TERM ||
+				fprintf(f, "           %s", render_col(o, r->procs[i].outcome == FREE_OUT_TERM ||
 								r->procs[i].outcome == FREE_OUT_KILL ||
 								r->procs[i].outcome == FREE_OUT_GONE ? C_GRN : C_RED));
 				put(f, t, o, "           ", 11);
-				fputs(col(o, C_OFF), f);
+				fputs(render_col(o, C_OFF), f);
 				free(t);
 			}
 			free(why);
@@ -201,7 +190,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 		fprintf(f, "Nothing to signal on the selected GPU%s.\n", p->ngpus == 1 ? "" : "s");
 	}
 	if (p->nsignal < p->nprocs) {
-		fprintf(f, "%sNot signalled:%s\n", col(o, C_BOLD), col(o, C_OFF));
+		fprintf(f, "%sNot signalled:%s\n", render_col(o, C_BOLD), render_col(o, C_OFF));
 		for (size_t i = p->nsignal; i < p->nprocs; i++) {
 			const struct free_proc *fp = &p->procs[i];
 			proc_line(f, fp, o);
@@ -210,7 +199,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 		}
 	}
 	if (p->nshm) {
-		fprintf(f, "%s/dev/shm segments left by processes that exited:%s\n", col(o, C_BOLD), col(o, C_OFF));
+		fprintf(f, "%s/dev/shm segments left by processes that exited:%s\n", render_col(o, C_BOLD), render_col(o, C_OFF));
 		for (size_t i = 0; i < p->nshm; i++) {
 			const struct free_shm *s = &p->shm[i];
 			const char *verb = !s->remove ? "keep" : !r ? "would remove" : r->shm && r->shm[i].removed ? "removed"
@@ -228,7 +217,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 		put(f, p->notes[i], o, "      ", 6);
 	}
 	if (!r) {
-		fprintf(f, "\n%sDry run: nothing was signalled.%s Run again with --yes to act.\n", col(o, C_BOLD), col(o, C_OFF));
+		fprintf(f, "\n%sDry run: nothing was signalled.%s Run again with --yes to act.\n", render_col(o, C_BOLD), render_col(o, C_OFF));
 	} else {
 		size_t nfree = 0;
 		for (size_t i = 0; i < p->ngpus; i++)
