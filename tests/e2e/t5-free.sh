@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# End-to-end tests of `gpuwho free`: real process trees hold stand-in GPU nodes, the fake NVML's memory
+# follows their lives (`live_only`), and free must signal exactly the processes it should — never a
+# protected one, another user's, or a process that took a planned PID. --reset only ever runs a stub.
+. "$(dirname "$0")/lib.sh"
+export LC_ALL=C.UTF-8
+FAKE="$TESTBIN/fake_nvml.so"
+MiB=1048576
+
+# The selected GPU's stand-in must be a device nobody else on this host holds, since free signals its
+# holders: nvidia0 is a copy of /dev/net/tun (10:200), not /dev/full, which other tests' holders use.
+# nvidia1 (1:8, /dev/random) is never selected. Skips when anything else holds nvidia0.
+mkdevs_free() {
+	need_root
+	mkdir -p "$TMP/dev"
+	mknod -m 0666 "$TMP/dev/nvidia0" c 10 200
+	mknod "$TMP/dev/nvidia1" c 1 8
+	mknod "$TMP/dev/nvidiactl" c 1 5
+	export GPUWHO_RESET_CMD="$TMP/reset-stub"   # never a real reset, whatever a test does
+	printf '#!/bin/sh\necho "$*" >>"%s/reset.log"\n' "$TMP" >"$TMP/reset-stub"
+	chmod +x "$TMP/reset-stub"
+	local n
+	n=$(GPUWHO_DEV_ROOT="$TMP/dev" "$GPUWHO" holders --json "$TMP/dev/nvidia0" | jq '.holders | length')
+	[ "$n" = 0 ] || skip "another process holds 10:200 here; free would signal it"
+}
+
+# Whether this build collects ancestors and loads snapshots (src/snapshot.c, not the stub).
+need_snapshots() { "$GPUWHO" snapshot --help >/dev/null 2>&1 || skip "needs gpuwho snapshot (src/snapshot.c)"; }
+
+alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+gone_within() {   # gone_within PID: waits up to 5 s for PID to be gone (or a zombie)
+	local i
+	for i in $(seq 100); do alive "$1" || return 0; sleep 0.05; done
+	fail "PID $1 still alive"
+}
+
+test_dry_run_is_the_default_and_signals_nothing() {
+	mkdevs_free
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$A mib=2000"
+	out=$(gw free 0 --nvml "$FAKE"); rc=$?
+	[ $rc -eq 0 ] || fail "dry run exit $rc"
+	expect_has "$out" "Would signal 1 process"
+	expect_has "$out" "should come back: 2,000 MiB"
+	expect_has "$out" "Dry run: nothing was signalled."
+	alive "$A" || fail "dry run killed $A"
+	json=$(gw free 0 --nvml "$FAKE" --json)
+	expect_jq "$json" ".schema == \"gpuwho.free\" and .dry_run == true"
+	expect_jq "$json" ".processes[] | select(.pid == $A) | .signal == true and .role == \"holder\" and .used_bytes == 2000 * $MiB"
+	expect_jq "$json" ".gpus[0].expected_back_bytes == 2000 * $MiB"
+	alive "$A" || fail "dry run killed $A"
+}
+
+test_yes_terms_then_kills_continues_stopped_and_verifies_memory() {
+	mkdevs_free
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	start_holder t --open "$TMP/dev/nvidia0" --ignore-term; T=$HPID
+	start_holder s --open "$TMP/dev/nvidia0" --stop; S=$HPID
+	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$S/stat)" = T ] && break; sleep 0.05; done
+	scenario live_only "gpu 0 used_mib=3100" "gpu 1" "proc gpu=0 pid=$A mib=1000" \
+		"proc gpu=0 pid=$T mib=1000" "proc gpu=0 pid=$S mib=1000"
+	json=$(gw free 0 --nvml "$FAKE" --yes --grace 1 --json); rc=$?
+	[ $rc -eq 0 ] || { echo "$json" | head -c 3000 >&2; fail "exit $rc"; }
+	expect_jq "$json" ".dry_run == false and .all_free == true"
+	expect_jq "$json" ".processes[] | select(.pid == $A) | .result.outcome == \"exited_on_sigterm\""
+	expect_jq "$json" ".processes[] | select(.pid == $T) | .result.outcome == \"exited_on_sigkill\""
+	expect_jq "$json" ".processes[] | select(.pid == $S) | .result.outcome == \"exited_on_sigterm\" and .result.sent_sigcont == true and .stopped == true"
+	expect_jq "$json" ".gpus[0].used_bytes == 3100 * $MiB and .gpus[0].after.used_bytes == 100 * $MiB and .gpus[0].after.free"
+	for p in $A $T $S; do gone_within $p; done
+}
+
+test_zombie_leader_with_a_live_thread_is_freed() {
+	mkdevs_free
+	start_holder z --open "$TMP/dev/nvidia0" --leader-exit; Z=$HPID
+	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$Z/stat)" = Z ] && break; sleep 0.05; done
+	scenario live_only "gpu 0 used_mib=2666" "gpu 1" "proc gpu=0 pid=$Z mib=2566"
+	out=$(gw free 0 --nvml "$FAKE" --yes --grace 2); rc=$?
+	[ $rc -eq 0 ] || { echo "$out" >&2; fail "exit $rc"; }
+	expect_has "$out" "exited on SIGTERM"
+	expect_has "$out" "1 of 1 GPU free"
+	[ -d /proc/$Z/task ] && [ -n "$(ls /proc/$Z/task 2>/dev/null | grep -v "^$Z$")" ] && fail "threads of $Z live on"
+	return 0
+}
+
+test_another_users_process_and_a_protected_daemon_are_never_signalled() {
+	mkdevs_free
+	command -v setpriv >/dev/null || skip "no setpriv"
+	spawn setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOLD" "$TMP/n.ready" --ro "$TMP/dev/nvidia0"
+	N=$!
+	chmod 0777 "$TMP"
+	wait_file "$TMP/n.ready"
+	start_holder p --ro "$TMP/dev/nvidia0" --comm nvidia-persistenced; P=$HPID
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario live_only "gpu 0 used_mib=1600" "gpu 1" "proc gpu=0 pid=$N mib=500" "proc gpu=0 pid=$A mib=1000"
+	json=$(gw free 0 --nvml "$FAKE" --yes --grace 1 --json); rc=$?
+	[ $rc -eq 1 ] || fail "exit $rc, want 1: nobody's memory stays"
+	expect_jq "$json" ".processes[] | select(.pid == $N) | .signal == false and .skip == \"other_user\" and (.skip_why | test(\"--all-users\"))"
+	expect_jq "$json" ".processes[] | select(.pid == $P) | .signal == false and .skip == \"protected\""
+	expect_jq "$json" ".processes[] | select(.pid == $A) | .result.outcome == \"exited_on_sigterm\""
+	expect_jq "$json" ".all_free == false and (.gpus[0].after.memory_holders | index($N))"
+	alive "$N" || fail "another user's process was signalled"
+	alive "$P" || fail "the protected daemon was signalled"
+	gone_within "$A"
+	# --reset refuses while a process still holds the GPU; the stub is not run.
+	out=$(gw free 0 --nvml "$FAKE" --yes --grace 0 --reset); rc=$?
+	[ $rc -eq 1 ] || fail "reset with holders: exit $rc"
+	expect_has "$out" "reset not run"
+	[ ! -e "$TMP/reset.log" ] || fail "reset stub ran with holders left: $(cat "$TMP/reset.log")"
+	alive "$N" && alive "$P" || fail "a spared process died"
+}
+
+test_reset_runs_the_configured_command_once_nothing_holds_the_gpu() {
+	mkdevs_free
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario live_only "gpu 0 used_mib=1100" "gpu 1" "proc gpu=0 pid=$A mib=1000"
+	out=$(gw free 0 --nvml "$FAKE" --yes --grace 1 --reset); rc=$?
+	[ $rc -eq 0 ] || { echo "$out" >&2; fail "exit $rc"; }
+	[ "$(cat "$TMP/reset.log")" = "--gpu-reset -i 0" ] || fail "stub argv: $(cat "$TMP/reset.log" 2>&1)"
+	expect_has "$out" "reset: $TMP/reset-stub --gpu-reset -i 0 succeeded"
+	# A failing reset command is a failure of free.
+	printf '#!/bin/sh\nexit 3\n' >"$TMP/reset-stub"
+	gw free 0 --nvml "$FAKE" --yes --reset >/dev/null 2>&1; rc=$?
+	[ $rc -eq 1 ] || fail "failed reset: exit $rc"
+}
+
+test_a_launcher_and_its_workers_go_together() {
+	mkdevs_free
+	need_snapshots
+	spawn sh -c "'$HOLD' '$TMP/w1.ready' --open '$TMP/dev/nvidia0' & '$HOLD' '$TMP/w2.ready' --open '$TMP/dev/nvidia0' & wait"
+	L=$!
+	wait_file "$TMP/w1.ready"; wait_file "$TMP/w2.ready"
+	W1=$(cat "$TMP/w1.ready"); W2=$(cat "$TMP/w2.ready")
+	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$W1 mib=1000" "proc gpu=0 pid=$W2 mib=1000"
+	json=$(gw free 0 --nvml "$FAKE" --json)
+	expect_jq "$json" ".processes[] | select(.pid == $L) | .role == \"launcher\" and .signal"
+	expect_jq "$json" ".processes[] | select(.pid == $W1) | .job_root == $L"
+	gw free 0 --nvml "$FAKE" --yes --grace 2 >/dev/null || fail "exit $?"
+	for p in $L $W1 $W2; do gone_within $p; done
+}
+
+test_workers_reparented_after_the_launcher_was_killed_are_freed() {
+	mkdevs_free
+	need_snapshots
+	spawn sh -c "'$HOLD' '$TMP/w1.ready' --open '$TMP/dev/nvidia0' & '$HOLD' '$TMP/w2.ready' --open '$TMP/dev/nvidia0' & wait"
+	L=$!
+	wait_file "$TMP/w1.ready"; wait_file "$TMP/w2.ready"
+	W1=$(cat "$TMP/w1.ready"); W2=$(cat "$TMP/w2.ready")
+	SPAWNED="$SPAWNED $W1 $W2"
+	kill -9 $L; wait $L 2>/dev/null
+	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$W1 mib=1000" "proc gpu=0 pid=$W2 mib=1000"
+	out=$(gw free 0 --nvml "$FAKE" --yes --grace 2) || fail "exit $?: $out"
+	for p in $W1 $W2; do gone_within $p; done
+	alive 1 || fail "PID 1?"
+}
+
+test_a_recycled_pid_is_never_signalled() {
+	mkdevs_free
+	need_snapshots
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario live_only "gpu 0 used_mib=1100" "gpu 1" "proc gpu=0 pid=$A mib=1000"
+	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot"
+	# The planned process "exited and its PID was taken": the file's start time is not the live one's.
+	jq "(.. | objects | select(.pid? == $A and has(\"start_ticks\")) | .start_ticks) |= . - 1" "$TMP/snap.json" >"$TMP/old.json"
+	json=$(gw free 0 --nvml "$FAKE" --from "$TMP/old.json" --yes --grace 1 --json); rc=$?
+	[ $rc -eq 1 ] || fail "exit $rc, want 1"
+	expect_jq "$json" ".processes[] | select(.pid == $A) | .result.outcome == \"pid_reused\""
+	alive "$A" || fail "the process now at PID $A was signalled"
+	txt=$(gw free 0 --nvml "$FAKE" --from "$TMP/old.json" --yes --grace 1)
+	expect_has "$txt" "now belongs to another process"
+	alive "$A" || fail "the process now at PID $A was signalled"
+}
+
+test_usage_errors_exit_2() {
+	mkdevs_free
+	scenario "gpu 0" "gpu 1"
+	gw free --nvml "$FAKE" 2>"$TMP/err"; rc=$?
+	[ $rc -eq 2 ] || fail "no GPU: exit $rc"
+	expect_has "$(cat "$TMP/err")" "name the GPUs to free"
+	gw free 0 --grace 3601 --nvml "$FAKE" 2>"$TMP/err"; [ $? -eq 2 ] || fail "--grace 3601 accepted"
+	expect_has "$(cat "$TMP/err")" "--grace wants whole seconds from 0 to 3600"
+	gw free 0 --grace -1 --nvml "$FAKE" 2>/dev/null; [ $? -eq 2 ] || fail "--grace -1 accepted"
+	gw free 7 --nvml "$FAKE" 2>"$TMP/err"; [ $? -eq 2 ] || fail "unknown GPU accepted"
+	expect_has "$(cat "$TMP/err")" "no GPU matches '7'"
+	"$GPUWHO" free --help | grep -q -- "--all-users" || fail "--help"
+}
+
+run_tests
