@@ -6,5 +6,6 @@
 int cmd_ps(int argc, char **argv);
 int cmd_holders(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 #endif
