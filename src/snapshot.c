@@ -1330,6 +1330,14 @@ static bool load_snapshot(struct ld *l, json_t *root, struct snapshot *s)
 	return true;
 }
 
+/* Messages are one line: jansson quotes the offending token, which may hold control characters. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || *s == 127)
+			*s = '?';
+}
+
 int snapshot_from_json(const char *text, size_t len, struct snapshot *out, char **err)
 {
 	memset(out, 0, sizeof *out);
@@ -1346,6 +1354,7 @@ int snapshot_from_json(const char *text, size_t len, struct snapshot *out, char 
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		*err = xasprintf("not valid JSON: line %d, column %d: %s", je.line, je.column, je.text);
+		one_line(*err);
 		return -1;
 	}
 	struct ld l = {.len = 0};
@@ -1354,6 +1363,7 @@ int snapshot_from_json(const char *text, size_t len, struct snapshot *out, char 
 	if (!ok) {
 		snapshot_free(out);
 		*err = l.err ? l.err : xstrdup("invalid snapshot");
+		one_line(*err);
 		return -1;
 	}
 	free(l.err);
