@@ -46,9 +46,10 @@ struct snapshot {
 	struct nvml_info nvml;       /* loaded == false: nvml.error says why */
 	struct gpu_resample resample;/* ngpus == 0 when not taken */
 
-	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node, every ancestor
-	 * of a holder up to PID 1 (launchers, subreapers), and the parents of zombies. Sorted by pid,
-	 * no duplicates, none of them also in scan.holders. */
+	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node (host PID
+	 * namespace only), holders of /dev/shm segments, and every ancestor of all of these and of the
+	 * holders up to PID 1 (launchers, subreapers, the parents of zombies). Sorted by pid, no
+	 * duplicates, none of them also in scan.holders. */
 	struct proc_info *others;
 	size_t nothers;
 
