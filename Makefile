@@ -55,12 +55,20 @@ asan:
 check-asan: asan
 	BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run
 
+# libFuzzer target for the snapshot loader (clang only; not part of check): make fuzz && build-fuzz/fuzz_snapshot
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS='-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer' \
+		build-fuzz/libgpuwho.a
+	clang -std=c11 -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags jansson 2>/dev/null) -O1 -g \
+		-fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_snapshot tests/fuzz/fuzz_snapshot.c \
+		build-fuzz/libgpuwho.a $(LDLIBS)
+
 install: $(BUILD)/gpuwho
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/gpuwho $(DESTDIR)$(PREFIX)/bin/gpuwho
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
-.PHONY: all tests check asan check-asan install clean
+.PHONY: all tests check asan check-asan fuzz install clean
 -include $(OBJ:.o=.d) $(TESTLIBS:.so=.d)

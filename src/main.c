@@ -15,10 +15,11 @@ struct command {
 /* The first entry is what a bare `gpuwho` (or `gpuwho --json`, etc.) runs. */
 static const struct command commands[] = {
 	{"ps", cmd_ps, "every GPU: memory used/total, each holder with its memory, the unattributed MiB"},
-	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
-	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
 	{"why", cmd_why, "verdict per GPU: why its memory is in use, the evidence, the exact fix"},
 	{"free", cmd_free, "safe cleanup of GPUs: the plan (dry run) unless --yes; verifies the memory came back"},
+	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
+	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
+	{"snapshot", cmd_snapshot, "everything collected, as one JSON file (replay it with --from FILE)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

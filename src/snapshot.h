@@ -10,6 +10,7 @@
 #include "proc/holders.h"
 #include "proc/proc.h"
 #include "sys/meminfo.h"
+#include "sys/shm.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -18,18 +19,7 @@
 #define SNAPSHOT_SCHEMA "gpuwho.snapshot"
 #define SNAPSHOT_SCHEMA_VERSION 1
 
-/* A file under /dev/shm (POSIX shared memory and semaphores: torch_*, psm_*, nccl-*, sem.*). */
-struct shm_segment {
-	char *name;                  /* the file name, raw */
-	unsigned long long size;     /* st_size */
-	unsigned long long bytes;    /* allocated: st_blocks * 512 (what it costs in RAM) */
-	double mtime;                /* Unix time of last modification */
-	uid_t uid;
-	int *holders;                /* PIDs holding it by fd or mapping (holder engine) */
-	size_t nholders;
-	int creator_pid;             /* a PID its name encodes (torch_<pid>_…, psm_<pid>…, nccl-<pid>-…), or 0 */
-	bool creator_alive;          /* creator_pid exists in this /proc */
-};
+/* struct shm_segment (a file under /dev/shm) is defined in sys/shm.h, with its reader. */
 
 /* The GPUs' memory sampled a second time, a short moment after the first, so that memory being
  * released (a holder that just exited) is not called a leak. */
@@ -56,9 +46,10 @@ struct snapshot {
 	struct nvml_info nvml;       /* loaded == false: nvml.error says why */
 	struct gpu_resample resample;/* ngpus == 0 when not taken */
 
-	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node, every ancestor
-	 * of a holder up to PID 1 (launchers, subreapers), and the parents of zombies. Sorted by pid,
-	 * no duplicates, none of them also in scan.holders. */
+	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node (host PID
+	 * namespace only), holders of /dev/shm segments, and every ancestor of all of these and of the
+	 * holders up to PID 1 (launchers, subreapers, the parents of zombies). Sorted by pid, no
+	 * duplicates, none of them also in scan.holders. */
 	struct proc_info *others;
 	size_t nothers;
 

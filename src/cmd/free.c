@@ -7,6 +7,7 @@
 #include "free_plan.h"
 #include "render.h"
 #include "snapshot.h"
+#include "sys/shm.h"
 #include "util.h"
 
 #include <errno.h>
@@ -271,9 +272,8 @@ int cmd_free(int argc, char **argv)
 	struct free_reset *rs = NULL;
 	char **next = NULL, **verdict = NULL;
 	if (a.yes) {
-		const char *shm_dir = getenv("GPUWHO_SHM_ROOT");
 		struct free_act_opts ao = {.grace_s = a.grace, .settle_s = SETTLE_S, .proc_root = holders_proc_root(),
-					   .shm_dir = a.shm ? (shm_dir && *shm_dir ? shm_dir : "/dev/shm") : NULL,
+					   .shm_dir = a.shm ? shm_root() : NULL,
 					   .collect = collect_again, .collect_ctx = &cc, .quiet = false};
 		free_act(&plan, &ao, &rep);
 		next = xcalloc(plan.ngpus + 1, sizeof *next);

@@ -1,8 +1,10 @@
 /* holders: who holds these files (default: every NVIDIA device node) — a better fuser. */
 #include "cli.h"
+#include "escape.h"
 #include "cmd/cmd.h"
 #include "proc/holders.h"
 #include "render.h"
+#include "snapshot.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -28,6 +30,8 @@ static const char usage[] =
 	"  --timeout SECONDS   give up on one process's /proc files after this long (default 2); a\n"
 	"                      process in uninterruptible sleep (D) can block reads of its memory\n"
 	"  --threads N         scan with N threads (default: one per CPU, at most 8)\n"
+	"  --from FILE         show a snapshot's NVIDIA-node holders (gpuwho snapshot -o FILE); with\n"
+	"                      PATHs, only those of its nodes\n"
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -36,8 +40,9 @@ static const char usage[] =
 	"  gpuwho holders --json /data/model.safetensors | jq '.holders[].pid'\n"
 	"\n"
 	"Run as root to see every process: others' /proc/PID/fd cannot be read, and the processes\n"
-	"that could not be inspected are counted and named. Exit status: 0 done, 2 bad usage,\n"
-	"3 nothing could be inspected (no /proc, or no target could be examined).\n";
+	"that could not be inspected are counted and named. Exit status: 0 done, 2 bad usage (with\n"
+	"--from, a PATH the snapshot does not hold), 3 nothing could be inspected (no /proc, no target\n"
+	"could be examined, or the --from snapshot could not be read).\n";
 
 enum { OPT_TIMEOUT = 1, OPT_THREADS };
 
@@ -76,6 +81,123 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	return -1;
 }
 
+/* A view of s restricted to the targets at idx[0..n) (in that order), holds renumbered. It borrows
+ * every string and process from s: free it with view_free only. */
+static struct holders_scan scan_view(const struct holders_scan *s, const size_t *idx, size_t n)
+{
+	struct holders_scan v = *s;
+	v.targets = xcalloc(n ? n : 1, sizeof *v.targets);
+	v.ntargets = n;
+	for (size_t i = 0; i < n; i++)
+		v.targets[i] = s->targets[idx[i]];
+	v.holders = xcalloc(s->nholders ? s->nholders : 1, sizeof *v.holders);
+	v.nholders = 0;
+	for (size_t i = 0; i < s->nholders; i++) {
+		const struct holder *h = &s->holders[i];
+		struct holder nh = {.info = h->info, .holds = xcalloc(h->nholds ? h->nholds : 1, sizeof *nh.holds)};
+		for (size_t k = 0; k < h->nholds; k++)
+			for (size_t t = 0; t < n; t++)
+				if (h->holds[k].target == idx[t]) {
+					nh.holds[nh.nholds] = h->holds[k];
+					nh.holds[nh.nholds++].target = t;
+				}
+		if (nh.nholds)
+			v.holders[v.nholders++] = nh;
+		else
+			free(nh.holds);
+	}
+	v.mounts = xcalloc(s->nmounts ? s->nmounts : 1, sizeof *v.mounts);
+	v.nmounts = 0;
+	for (size_t i = 0; i < s->nmounts; i++)
+		for (size_t t = 0; t < n; t++)
+			if (s->mounts[i].target == idx[t]) {
+				v.mounts[v.nmounts] = s->mounts[i];
+				v.mounts[v.nmounts++].target = t;
+			}
+	return v;
+}
+
+static void view_free(struct holders_scan *v)
+{
+	for (size_t i = 0; i < v->nholders; i++)
+		free(v->holders[i].holds);
+	free(v->holders);
+	free(v->targets);
+	free(v->mounts);
+}
+
+/* The target of s a PATH names: its path exactly, or its short name (nvidia0 for /dev/nvidia0). */
+static long find_target(const struct holders_scan *s, const char *path)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (!strcmp(s->targets[i].path, path) || !strcmp(render_target_short(&s->targets[i]), path))
+			return (long)i;
+	return -1;
+}
+
+static void render(const struct cli *c, const struct hopts *o, const struct holders_scan *s)
+{
+	if (c->json) {
+		json_t *j = render_holders_json(s);
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else {
+		struct render_opts ro = {.color = cli_color(c), .verbose = o->verbose};
+		struct winsize ws;
+		if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+			ro.width = ws.ws_col;
+		render_holders_text(stdout, s, &ro);
+	}
+}
+
+static int exit_for(const struct holders_scan *s)
+{
+	size_t nok = 0;
+	for (size_t i = 0; i < s->ntargets; i++)
+		nok += s->targets[i].ok;
+	return (s->nscanned == 0 || (s->ntargets > 0 && nok == 0)) ? EXIT_CANNOT : EXIT_FINE;
+}
+
+/* holders --from FILE [PATH...]: the snapshot's NVIDIA-node scan, or the part of it about PATHs. */
+static int from_snapshot(const struct cli *c, const struct hopts *o, char **paths, size_t npaths)
+{
+	struct snapshot snap;
+	char *err;
+	if (snapshot_load(c->from, &snap, &err) < 0) {
+		cli_error(c, "%s: %s", c->from, err);
+		free(err);
+		return EXIT_CANNOT;
+	}
+	int code = EXIT_FINE;
+	if (!npaths) {
+		render(c, o, &snap.scan);
+		code = exit_for(&snap.scan);
+	} else {
+		size_t *idx = xcalloc(npaths, sizeof *idx);
+		for (size_t i = 0; i < npaths; i++) {
+			long k = find_target(&snap.scan, paths[i]);
+			if (k < 0) {
+				char *e = escape_term(paths[i], strlen(paths[i]));
+				cli_error(c, "%s: the snapshot has no holders of '%s': it scanned only the NVIDIA device nodes "
+					  "(%zu of them)", c->from, e, snap.scan.ntargets);
+				free(e);
+				code = EXIT_USAGE;
+			}
+			idx[i] = k < 0 ? 0 : (size_t)k;
+		}
+		if (code == EXIT_FINE) {
+			struct holders_scan v = scan_view(&snap.scan, idx, npaths);
+			render(c, o, &v);
+			code = exit_for(&v);
+			view_free(&v);
+		}
+		free(idx);
+	}
+	snapshot_free(&snap);
+	return code;
+}
+
 int cmd_holders(int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -89,10 +211,8 @@ int cmd_holders(int argc, char **argv)
 	int r = cli_parse(&c, argc, argv, "v", own, on_opt, &o, usage);
 	if (r < 0)
 		return cli_exit_for(r);
-	if (c.from) {
-		cli_error(&c, "--from needs snapshots, which this version of gpuwho cannot read yet");
-		return EXIT_USAGE;
-	}
+	if (c.from)
+		return from_snapshot(&c, &o, argv + r, (size_t)(argc - r));
 	o.h.proc_root = holders_proc_root();
 	struct holders_scan s;
 	if (r < argc) {
@@ -104,22 +224,8 @@ int cmd_holders(int argc, char **argv)
 	} else {
 		holders_scan_nvidia(&o.h, &s);
 	}
-	size_t nok = 0;
-	for (size_t i = 0; i < s.ntargets; i++)
-		nok += s.targets[i].ok;
-	if (c.json) {
-		json_t *j = render_holders_json(&s);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-		fputc('\n', stdout);
-		json_decref(j);
-	} else {
-		struct render_opts ro = {.color = cli_color(&c), .verbose = o.verbose};
-		struct winsize ws;
-		if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
-			ro.width = ws.ws_col;
-		render_holders_text(stdout, &s, &ro);
-	}
-	int code = (s.nscanned == 0 || (s.ntargets > 0 && nok == 0)) ? EXIT_CANNOT : EXIT_FINE;
+	render(&c, &o, &s);
+	int code = exit_for(&s);
 	holders_scan_free(&s);
 	return code;
 }

@@ -6,9 +6,9 @@
 #include "nvml/nvml.h"
 #include "proc/holders.h"
 #include "render.h"
+#include "snapshot.h"
 #include "util.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,7 @@ static const char usage[] =
 	"Options:\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
+	"  --from FILE      show a snapshot (gpuwho snapshot -o FILE) instead of this host\n"
 	CLI_COMMON_HELP
 	"\n"
 	"Text lines are cut to the terminal's width (or $COLUMNS when set); piped output is not cut.\n"
@@ -45,37 +46,8 @@ static const char usage[] =
 	"  gpuwho ps --json | jq '.gpus[].memory.unattributed_bytes'\n"
 	"\n"
 	"Exit status: 0 done, 2 bad usage (an unknown GPU selector too), 3 neither NVML nor /proc\n"
-	"could be read.\n";
+	"could be read, or the --from snapshot could not be read.\n";
 
-/* Reads the processes NVML names that hold no scanned node (host namespace only), with readers
- * that cannot block: they are outside the holder engine's time bound. */
-static struct proc_info *read_extras(int procfd, const struct nvml_info *nv, const struct holders_scan *s,
-				     size_t *n)
-{
-	struct proc_info *arr = NULL;
-	size_t cap = 0;
-	*n = 0;
-	for (size_t g = 0; g < nv->ngpus; g++) {
-		for (size_t i = 0; i < nv->gpus[g].nprocs; i++) {
-			int pid = (int)nv->gpus[g].procs[i].pid;
-			bool known = false;
-			for (size_t h = 0; h < s->nholders && !known; h++)
-				known = s->holders[h].info.pid == pid;
-			for (size_t k = 0; k < *n && !known; k++)
-				known = arr[k].pid == pid;
-			if (known || pid <= 0)
-				continue;
-			struct proc_info p;
-			if (proc_read_brief(procfd, pid, &p) < 0) {
-				proc_info_free(&p);
-				continue;
-			}
-			xgrow(&arr, &cap, *n + 1, sizeof *arr);
-			arr[(*n)++] = p;
-		}
-	}
-	return arr;
-}
 
 int cmd_ps(int argc, char **argv)
 {
@@ -83,30 +55,26 @@ int cmd_ps(int argc, char **argv)
 	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
 	if (r < 0)
 		return cli_exit_for(r);
+	/* Live or replayed, ps renders from a snapshot: the same data gives the same output. */
+	struct snapshot snap;
 	if (c.from) {
-		cli_error(&c, "--from needs snapshots, which this version of gpuwho cannot read yet");
-		return EXIT_USAGE;
+		char *err;
+		if (snapshot_load(c.from, &snap, &err) < 0) {
+			cli_error(&c, "%s: %s", c.from, err);
+			free(err);
+			return EXIT_CANNOT;
+		}
+	} else {
+		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml};
+		snapshot_collect(&so, &snap);
 	}
-	struct holders_opts ho = {.proc_root = holders_proc_root()};
-	struct holders_scan s;
-	holders_scan_nvidia(&ho, &s);
-
-	struct nvml_info nv = {0};
-	bool asked = !c.no_nvml;
-	if (asked)
-		nvml_collect(c.nvml_path, &nv);
-
-	int procfd = open(ho.proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	bool host = procfd >= 0 && proc_pidns_is_host(procfd);
-	struct proc_info *extra = NULL;
-	size_t nextra = 0;
-	if (host && nv.loaded)
-		extra = read_extras(procfd, &nv, &s, &nextra);
-	if (procfd >= 0)
-		close(procfd);
-
+	struct nvml_info *nv = snap.nvml_asked && !c.no_nvml ? &snap.nvml : NULL;
+	struct holders_scan *sc = &snap.scan;
+	/* NVML's PIDs are this /proc's only in the host's PID namespace: elsewhere a process of
+	 * `others` with the same number would be a coincidence. */
+	bool host = snap.host_pidns;
 	struct acct a;
-	account_build(asked ? &nv : NULL, &s, extra, nextra, host, &a);
+	account_build(nv, sc, host ? snap.others : NULL, host ? snap.nothers : 0, host, &a);
 
 	int code = EXIT_FINE;
 	bool *sel = NULL;
@@ -130,23 +98,19 @@ int cmd_ps(int argc, char **argv)
 	}
 	if (code == EXIT_FINE) {
 		if (c.json) {
-			json_t *j = render_ps_json(&a, sel, asked ? &nv : NULL, &s);
+			json_t *j = render_ps_json(&a, sel, nv, sc);
 			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 			fputc('\n', stdout);
 			json_decref(j);
 		} else {
 			struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
-			render_ps_text(stdout, &a, sel, asked ? &nv : NULL, &s, &ro);
+			render_ps_text(stdout, &a, sel, nv, sc, &ro);
 		}
-		if (!nv.loaded && s.nscanned == 0)
+		if (!snap.nvml.loaded && sc->nscanned == 0)
 			code = EXIT_CANNOT;
 	}
 	free(sel);
 	account_free(&a);
-	for (size_t i = 0; i < nextra; i++)
-		proc_info_free(&extra[i]);
-	free(extra);
-	nvml_info_free(&nv);
-	holders_scan_free(&s);
+	snapshot_free(&snap);
 	return code;
 }

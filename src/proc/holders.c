@@ -67,6 +67,8 @@ struct timed_out {
 
 struct ctx {
 	int procfd;
+	bool info_only;               /* holders_read_procs: read each pid's facts, scan nothing */
+	bool waits;                   /* also proc_read_waits for each process read in full */
 	struct match *m;
 	size_t nm;
 	bool any_chr;
@@ -398,6 +400,10 @@ static struct pid_result *scan_pid(struct worker *w, int pid)
 		res = result_new(R_VANISHED);
 		goto out;
 	}
+	if (c->waits) {
+		atomic_store(&w->stage, "task/TID/wchan,stack");
+		proc_read_waits(dfd, &res->h.info);
+	}
 	res->h.holds = xcalloc(c->nm, sizeof *res->h.holds);
 	for (size_t k = 0; k < c->nm; k++) {
 		if (!a.h[k].means)
@@ -413,6 +419,29 @@ out:
 	return res;
 }
 
+/* holders_read_procs: one process's facts, read in full (cmdline may block: hence the watchdog). */
+static struct pid_result *info_pid(struct worker *w, int pid)
+{
+	struct ctx *c = w->c;
+	atomic_store(&w->stage, "stat/status/cmdline/cgroup");
+	struct pid_result *res = result_new(R_HOLDER);
+	if (proc_read_info(c->procfd, pid, &res->h.info) < 0) {
+		result_free(res, c->nm);
+		return result_new(R_VANISHED);
+	}
+	if (c->waits) {
+		char name[32];
+		snprintf(name, sizeof name, "%d", pid);
+		int dfd = openat(c->procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			atomic_store(&w->stage, "task/TID/wchan,stack");
+			proc_read_waits(dfd, &res->h.info);
+			close(dfd);
+		}
+	}
+	return res;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -423,7 +452,7 @@ static void *worker_main(void *arg)
 			break;
 		atomic_store(&w->since, now_ns());
 		atomic_store(&w->cur_pid, c->pids[i]);
-		struct pid_result *r = scan_pid(w, c->pids[i]);
+		struct pid_result *r = c->info_only ? info_pid(w, c->pids[i]) : scan_pid(w, c->pids[i]);
 		pthread_mutex_lock(&c->mu);
 		bool abandoned = w->abandoned;
 		if (!abandoned)
@@ -564,25 +593,18 @@ static void scan_mounts(int procfd, struct holders_scan *out)
  * allocated (and reachable from here) until the process exits. */
 static struct ctx *graveyard[16];
 
-int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out)
+static unsigned opt_timeout_ms(const struct holders_opts *opts)
 {
-	memset(out, 0, sizeof *out);
-	out->targets = targets;
-	out->ntargets = n;
-	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
-	unsigned timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : 2000;
-	unsigned nthreads = opts && opts->threads ? opts->threads : 0;
-	if (!nthreads) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
-	}
-	int procfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (procfd < 0) {
-		add_note(out, xasprintf("cannot open %s: %s; no process could be inspected", root, strerror(errno)));
-		return 0;
-	}
+	return opts && opts->timeout_ms ? opts->timeout_ms : 2000;
+}
+
+/* A context over pids[0..npids) (owned) for the targets' match data. */
+static struct ctx *ctx_new(const struct holders_opts *opts, int procfd, const struct target *targets, size_t n,
+			   int *pids, size_t npids)
+{
 	struct ctx *c = xcalloc(1, sizeof *c);
 	c->procfd = procfd;
+	c->waits = opts && opts->waits;
 	c->nm = n;
 	c->m = xcalloc(n ? n : 1, sizeof *c->m);
 	for (size_t k = 0; k < n; k++) {
@@ -590,11 +612,25 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 					  .rdev = targets[k].rdev, .ino = targets[k].ino};
 		c->any_chr |= targets[k].ok && targets[k].chr;
 	}
-	c->pids = list_pids(procfd, &c->npids);
-	c->res = xcalloc(c->npids ? c->npids : 1, sizeof *c->res);
+	c->pids = pids;
+	c->npids = npids;
+	c->res = xcalloc(npids ? npids : 1, sizeof *c->res);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	return c;
+}
 
+/* Runs the workers over c->pids until each pid has a result or timed out (c->to). The watchdog
+ * abandons a worker stuck longer than the bound on one pid and starts a replacement. Returns true
+ * when some worker was abandoned (c must then outlive us: ctx_release). */
+static bool ctx_run(struct ctx *c, const struct holders_opts *opts)
+{
+	unsigned timeout_ms = opt_timeout_ms(opts);
+	unsigned nthreads = opts && opts->threads ? opts->threads : 0;
+	if (!nthreads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+	}
 	pthread_mutex_lock(&c->mu);
 	for (unsigned i = 0; i < nthreads && i < (c->npids ? c->npids : 1); i++)
 		worker_start(c);
@@ -640,6 +676,50 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 		free(w);
 		c->workers[i] = NULL;
 	}
+	return any_abandoned;
+}
+
+/* Frees c, or parks it for the process's life when abandoned workers still use it (procfd, m,
+ * pids, res). Closes c->procfd only when freeing. */
+static void ctx_release(struct ctx *c, bool any_abandoned)
+{
+	if (any_abandoned) {
+		for (size_t i = 0; i < sizeof graveyard / sizeof *graveyard; i++)
+			if (!graveyard[i]) {
+				graveyard[i] = c;
+				break;
+			}
+		free(c->to);
+		c->to = NULL;
+		return;
+	}
+	close(c->procfd);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c->workers);
+	free(c->to);
+	free(c->res);
+	free(c->pids);
+	free(c->m);
+	free(c);
+}
+
+int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out)
+{
+	memset(out, 0, sizeof *out);
+	out->targets = targets;
+	out->ntargets = n;
+	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
+	unsigned timeout_ms = opt_timeout_ms(opts);
+	int procfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0) {
+		add_note(out, xasprintf("cannot open %s: %s; no process could be inspected", root, strerror(errno)));
+		return 0;
+	}
+	size_t npids;
+	int *pids = list_pids(procfd, &npids);
+	struct ctx *c = ctx_new(opts, procfd, targets, n, pids, npids);
+	bool any_abandoned = ctx_run(c, opts);
 
 	size_t caph = 0;
 	for (size_t i = 0; i < c->npids; i++) {
@@ -675,27 +755,58 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 				      "on the host, or in a container started with --pid=host"));
 	if (unreached > 0 && unreached < c->npids)
 		add_note(out, xasprintf("%zu processes were not scanned: too many reads were stuck", unreached));
+	ctx_release(c, any_abandoned);
+	return 0;
+}
 
-	if (any_abandoned) {
-		/* Abandoned workers still use c (procfd, m, pids, res); keep it for the process's life. */
-		for (size_t i = 0; i < sizeof graveyard / sizeof *graveyard; i++)
-			if (!graveyard[i]) {
-				graveyard[i] = c;
-				break;
-			}
-		free(c->to);
-		c->to = NULL;
-		return 0;
+int holders_read_procs(const struct holders_opts *opts, const int *pids, size_t n, struct proc_info **out,
+		       size_t *nout, char ***notes, size_t *nnotes)
+{
+	*out = NULL;
+	*nout = 0;
+	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
+	int procfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0 || n == 0) {
+		if (procfd >= 0)
+			close(procfd);
+		return procfd < 0 ? -errno : 0;
 	}
-	close(procfd);
-	pthread_mutex_destroy(&c->mu);
-	pthread_cond_destroy(&c->cv);
-	free(c->workers);
-	free(c->to);
-	free(c->res);
-	free(c->pids);
-	free(c->m);
-	free(c);
+	int *copy = xmalloc(n * sizeof *copy);
+	memcpy(copy, pids, n * sizeof *copy);
+	struct ctx *c = ctx_new(opts, procfd, NULL, 0, copy, n);
+	c->info_only = true;
+	bool any_abandoned = ctx_run(c, opts);
+	*out = xcalloc(n, sizeof **out);
+	for (size_t i = 0; i < n; i++) {
+		struct pid_result *r = c->res[i];
+		if (r && r->kind == R_HOLDER) {
+			(*out)[(*nout)++] = r->h.info;
+			memset(&r->h.info, 0, sizeof r->h.info);
+		} else if (!r) {
+			/* Timed out (or never reached): what cannot block, and why the rest is missing. */
+			const char *stage = "?";
+			for (size_t k = 0; k < c->nto; k++)
+				if (c->to[k].pid == pids[i])
+					stage = c->to[k].stage ? c->to[k].stage : "?";
+			struct proc_info p;
+			if (proc_read_brief(procfd, pids[i], &p) == 0) {
+				char *m = xasprintf("%s%sreading /proc/%d/%s took longer than %.1f s (state %c)",
+						    p.missing ? p.missing : "", p.missing ? "; " : "", pids[i], stage,
+						    opt_timeout_ms(opts) / 1000.0, p.state ? p.state : '?');
+				free(p.missing);
+				p.missing = m;
+				strv_push(notes, nnotes, xasprintf("PID %d: %s", pids[i], m));
+				(*out)[(*nout)++] = p;
+			} else {
+				proc_info_free(&p);
+			}
+		}
+		result_free(r, 0);
+		c->res[i] = NULL;
+	}
+	if (any_abandoned)
+		procfd = -1;   /* still in use by the parked context */
+	ctx_release(c, any_abandoned);
 	return 0;
 }
 

@@ -88,12 +88,23 @@ struct holders_opts {
 	const char *proc_root;    /* "/proc" unless testing */
 	unsigned threads;         /* 0: one per online CPU, at most 8 */
 	unsigned timeout_ms;      /* bound on one process's reads; 0: 2000 */
+	bool waits;               /* also read each holder's wchan and threads' driver waits
+				   * (proc_read_waits): snapshot collection */
 };
 
 /* Scans every process under opts->proc_root for the holders of targets[0..n). Takes ownership of
  * the targets array (freed by holders_scan_free). Never fails as a whole: what could not be read
  * is recorded in the result. Returns 0. */
 int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out);
+
+/* Reads the facts of pids[0..n) (proc_read_info, and proc_read_waits with opts->waits) in
+ * parallel under the same per-process time bound as holders_scan: for processes that matter but
+ * hold no target (launchers, NVML-listed PIDs), whose cmdline can block like anyone's. Stores in
+ * *out (malloc'ed, *nout entries, in the order of pids) the processes that exist; one whose reads
+ * timed out gets what cannot block (proc_read_brief) and a `missing` line, also pushed to *notes.
+ * Returns 0, or -errno when opts->proc_root cannot be opened. Free each with proc_info_free. */
+int holders_read_procs(const struct holders_opts *opts, const int *pids, size_t n, struct proc_info **out,
+		       size_t *nout, char ***notes, size_t *nnotes);
 
 /* Scans the holders of every NVIDIA device node under holders_dev_root() (devices_discover); when
  * there is none, the scan's notes say why. Returns 0, like holders_scan. */

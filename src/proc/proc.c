@@ -96,6 +96,12 @@ int proc_read_status(int piddir, struct proc_info *p)
 			unsigned long uid;
 			if (sscanf(line + 4, "%lu", &uid) == 1)
 				p->uid = (uid_t)uid;
+		} else if (str_starts(line, "VmRSS:")) {
+			sscanf(line + 6, "%llu", &p->vm_rss_kb);
+		} else if (str_starts(line, "VmLck:")) {
+			sscanf(line + 6, "%llu", &p->vm_lck_kb);   /* mlock()ed */
+		} else if (str_starts(line, "VmPin:")) {
+			sscanf(line + 6, "%llu", &p->vm_pin_kb);   /* pinned: cannot be moved or swapped (RDMA, cudaHostAlloc) */
 		} else if (str_starts(line, "NSpid:")) {
 			char *q = line + 6, *end;
 			p->nnspid = 0;
@@ -294,6 +300,148 @@ int proc_read_threads(int piddir, struct proc_info *p)
 		if (counts[c])
 			k += snprintf(out + k, sizeof out - (size_t)k, ", %u %c", counts[c], c);
 	p->thread_states = xstrdup(out);
+	return 0;
+}
+
+/* The kernel function a sleeping task waits in, as /proc/PID/wchan (or task/TID/wchan) names it:
+ * "0" (or empty) means running or not visible to us (wchan needs ptrace access). Malloc'ed or NULL. */
+static char *read_wchan_at(int dirfd, const char *path)
+{
+	char *buf;
+	size_t len;
+	if (readfile_at(dirfd, path, &buf, &len, 256) < 0)
+		return NULL;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+	if (!len || !strcmp(buf, "0")) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int proc_read_wchan(int piddir, struct proc_info *p)
+{
+	int fd = openat(piddir, "wchan", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	free(p->wchan);
+	p->wchan = read_wchan_at(piddir, "wchan");
+	return 0;
+}
+
+bool proc_symbol_is_nvidia(const char *sym, size_t len)
+{
+	/* The driver's own prefixes (open-gpu-kernel-modules: nv_*, nvidia_*, uvm_* and the _nv*
+	 * internals of the binary core). Not os_* or rm_*: too generic to be sure of. */
+	static const char *const pre[] = {"uvm_", "nv_", "nvidia_", "_nv"};
+	for (size_t i = 0; i < sizeof pre / sizeof *pre; i++) {
+		size_t n = strlen(pre[i]);
+		if (len > n && !strncmp(sym, pre[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* Finds, in the text of task/TID/stack, the innermost frame inside the NVIDIA driver: a symbol
+ * proc_symbol_is_nvidia accepts, or any frame tagged with the module [nvidia] or [nvidia_uvm].
+ * Lines look like "[<0>] uvm_spin_loop+0x4f/0x90 [nvidia_uvm]". Returns the symbol (malloc'ed) or NULL. */
+char *proc_stack_nvidia_frame(const char *stack)
+{
+	for (const char *line = stack; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t ll = nl ? (size_t)(nl - line) : strlen(line);
+		const char *sym = memchr(line, ']', ll);
+		if (sym) {
+			sym++;
+			while (sym < line + ll && *sym == ' ')
+				sym++;
+			size_t sl = 0;
+			while (sym + sl < line + ll && sym[sl] != '+' && sym[sl] != ' ')
+				sl++;
+			const char *end = line + ll;
+			while (end > sym && end[-1] == ' ')
+				end--;
+			bool tagged = (end - sym >= 8 && !strncmp(end - 8, "[nvidia]", 8)) ||
+				      (end - sym >= 12 && !strncmp(end - 12, "[nvidia_uvm]", 12));
+			if (sl && (tagged || proc_symbol_is_nvidia(sym, sl)))
+				return xstrndup(sym, sl);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* How bad a thread's state is for a driver wait: D (cannot be killed) before R (spinning, as
+ * uvm_spin_loop does) before the rest. */
+static int wait_rank(char st)
+{
+	return st == 'D' ? 3 : st == 'R' ? 2 : 1;
+}
+
+int proc_read_waits(int piddir, struct proc_info *p)
+{
+	proc_read_wchan(piddir, p);
+	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return -errno;
+	DIR *d = fdopendir(tfd);
+	if (!d) {
+		close(tfd);
+		return -errno;
+	}
+	char *best = NULL;
+	int best_rank = 0;
+	bool stack_ok = true;   /* task/TID/stack needs root: stop trying after the first EACCES */
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long long tid;
+		if (!parse_uint(de->d_name, &tid))
+			continue;
+		char path[300], buf[1024];
+		snprintf(path, sizeof path, "%s/stat", de->d_name);
+		int fd = openat(tfd, path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;   /* the thread exited meanwhile */
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		char *s = stat_after_comm(buf);
+		char st = s ? s[0] : '?';
+		if (wait_rank(st) <= best_rank)
+			continue;
+		snprintf(path, sizeof path, "%s/wchan", de->d_name);
+		char *sym = read_wchan_at(tfd, path);
+		if (sym && !proc_symbol_is_nvidia(sym, strlen(sym))) {
+			free(sym);
+			sym = NULL;
+		}
+		if (!sym && stack_ok && st != 'S') {
+			/* A sleeping (S) thread's wchan already names where it waits; the stack is for
+			 * D and R threads, whose wchan may be a generic scheduler function or 0. */
+			char *stack;
+			snprintf(path, sizeof path, "%s/stack", de->d_name);
+			int r = readfile_at(tfd, path, &stack, NULL, 16 * 1024);
+			if (r == 0) {
+				sym = proc_stack_nvidia_frame(stack);
+				free(stack);
+			} else if (r == -EACCES || r == -EPERM) {
+				stack_ok = false;
+			}
+		}
+		if (!sym)
+			continue;
+		free(best);
+		best = xasprintf("thread %llu (%c) in %s", tid, st, sym);
+		best_rank = wait_rank(st);
+		free(sym);
+	}
+	closedir(d);
+	free(p->driver_wait);
+	p->driver_wait = best;
 	return 0;
 }
 

@@ -49,7 +49,7 @@ struct proc_info {
  * last ')' because a name may contain ')' and spaces. Returns 0 or -errno (-ESRCH: gone). */
 int proc_read_stat(int piddir, struct proc_info *p);
 
-/* Reads /proc/PID/status: Uid and NSpid. Returns 0 or -errno. */
+/* Reads /proc/PID/status: Uid, NSpid, VmRSS, VmLck, VmPin. Returns 0 or -errno. */
 int proc_read_status(int piddir, struct proc_info *p);
 
 /* Reads /proc/PID/comm (untrimmed bytes, minus the newline). Returns 0 or -errno. */
@@ -65,6 +65,23 @@ int proc_read_cgroup(int piddir, struct proc_info *p);
 /* Reads the state of every thread (task/TID/stat) and fills p->thread_states when they differ
  * from the leader's. Returns 0 or -errno. */
 int proc_read_threads(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/wchan into p->wchan (NULL when running, or hidden: wchan needs ptrace access).
+ * Does not touch the process's memory. Returns 0 or -errno. */
+int proc_read_wchan(int piddir, struct proc_info *p);
+
+/* Reads p->wchan, then each thread's task/TID/stat state and task/TID/wchan, and (root only)
+ * task/TID/stack of threads not in S state; sets p->driver_wait to the worst thread waiting inside
+ * the NVIDIA driver ("thread 1236 (D) in uvm_spin_loop"; D before R before others), else NULL.
+ * None of these files touch the process's memory. Returns 0 or -errno (task/ unreadable). */
+int proc_read_waits(int piddir, struct proc_info *p);
+
+/* True when a kernel symbol (sym[0..len)) is the NVIDIA driver's: uvm_*, nv_*, nvidia_*, _nv*. Pure. */
+bool proc_symbol_is_nvidia(const char *sym, size_t len);
+
+/* The innermost NVIDIA-driver frame of a task/TID/stack text (a symbol proc_symbol_is_nvidia
+ * accepts, or a frame tagged [nvidia] / [nvidia_uvm]), malloc'ed; NULL when none. Pure. */
+char *proc_stack_nvidia_frame(const char *stack);
 
 /* Names the container a cgroup path belongs to (docker, containerd, cri-o, podman, kubepods with
  * pod UID, lxc). Pure; fills c with malloc'ed strings, or leaves it zeroed. */

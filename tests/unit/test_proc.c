@@ -624,6 +624,91 @@ static void info_of_a_zombie_leader_reads_cmdline_from_a_live_thread(void **stat
 	proc_info_free(&p);
 }
 
+static void stack_frame_names_the_innermost_nvidia_function(void **state)
+{
+	(void)state;
+	char *f = proc_stack_nvidia_frame("[<0>] __schedule+0x2d1/0x870\n[<0>] schedule+0x5e/0xd0\n"
+					  "[<0>] uvm_spin_loop+0x4f/0x90 [nvidia_uvm]\n"
+					  "[<0>] uvm_tracker_wait+0x91/0x1a0 [nvidia_uvm]\n[<0>] do_syscall_64+0x5c/0xc0\n");
+	assert_string_equal(f, "uvm_spin_loop");
+	free(f);
+	/* A binary-core symbol without a recognised prefix still counts by its module tag. */
+	f = proc_stack_nvidia_frame("[<0>] schedule+0x5e/0xd0\n[<0>] _raw_q_wait+0x10/0x20 [nvidia]\n");
+	assert_string_equal(f, "_raw_q_wait");
+	free(f);
+	f = proc_stack_nvidia_frame("[<0>] os_acquire_mutex+0x10/0x20 [nvidia]  \n");
+	assert_string_equal(f, "os_acquire_mutex");
+	free(f);
+}
+
+static void stack_frame_is_conservative(void **state)
+{
+	(void)state;
+	/* os_* and rm_* alone, other modules' tags, and a bare "nv_" are not the driver. */
+	assert_null(proc_stack_nvidia_frame("[<0>] os_something+0x1/0x2\n[<0>] rm_work+0x1/0x2 [xfs]\n"));
+	assert_null(proc_stack_nvidia_frame("[<0>] futex_wait+0x1/0x2\n[<0>] nv_+0x1/0x2\n"));
+	assert_null(proc_stack_nvidia_frame("[<0>] foo+0x1/0x2 [nvidia_drm]\n"));
+	assert_null(proc_stack_nvidia_frame(""));
+	assert_null(proc_stack_nvidia_frame("garbage without brackets\n"));
+	assert_true(proc_symbol_is_nvidia("nvidia_ioctl", 12));
+	assert_true(proc_symbol_is_nvidia("_nv012345rm", 11));
+	assert_true(proc_symbol_is_nvidia("nv_wait_open_complete", 21));
+	assert_false(proc_symbol_is_nvidia("nvme_poll", 9));
+	assert_false(proc_symbol_is_nvidia("do_poll", 7));
+}
+
+static void write_thread(struct fx *f, int tid, char state, const char *wchan, const char *stack)
+{
+	char rel[64], line[128];
+	snprintf(rel, sizeof rel, "task/%d/stat", tid);
+	snprintf(line, sizeof line, "%d (py) %c 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", tid, state);
+	fx_puts(f->dir, rel, line);
+	snprintf(rel, sizeof rel, "task/%d/wchan", tid);
+	fx_puts(f->dir, rel, wchan);
+	if (stack) {
+		snprintf(rel, sizeof rel, "task/%d/stack", tid);
+		fx_puts(f->dir, rel, stack);
+	}
+}
+
+static void waits_prefer_a_d_thread_in_the_driver(void **state)
+{
+	struct fx *f = *state;
+	f->p.pid = 1234;
+	fx_puts(f->dir, "wchan", "do_epoll_wait");
+	write_thread(f, 1234, 'S', "do_epoll_wait", NULL);
+	write_thread(f, 1235, 'S', "nvidia_poll_wait", NULL);
+	write_thread(f, 1236, 'D', "0", "[<0>] schedule+0x1/0x2\n[<0>] uvm_spin_loop+0x4f/0x90 [nvidia_uvm]\n");
+	write_thread(f, 1237, 'R', "0", "[<0>] _cond_resched+0x1/0x2\n");
+	assert_int_equal(proc_read_waits(f->fd, &f->p), 0);
+	assert_string_equal(f->p.wchan, "do_epoll_wait");
+	assert_string_equal(f->p.driver_wait, "thread 1236 (D) in uvm_spin_loop");
+}
+
+static void waits_outside_the_driver_give_none(void **state)
+{
+	struct fx *f = *state;
+	f->p.pid = 1234;
+	fx_puts(f->dir, "wchan", "0");
+	write_thread(f, 1234, 'R', "0", "[<0>] _cond_resched+0x1/0x2\n");
+	write_thread(f, 1235, 'D', "io_schedule", "[<0>] io_schedule+0x1/0x2\n[<0>] folio_wait_bit+0x1/0x2\n");
+	f->p.driver_wait = xstrdup("stale");
+	assert_int_equal(proc_read_waits(f->fd, &f->p), 0);
+	assert_null(f->p.wchan);
+	assert_null(f->p.driver_wait);
+}
+
+static void status_gives_rss_locked_and_pinned_memory(void **state)
+{
+	struct fx *f = *state;
+	fx_puts(f->dir, "status", "Name:\tpy\nUid:\t0\t0\t0\t0\nVmLck:\t     128 kB\nVmPin:\t    4096 kB\n"
+				  "VmRSS:\t  123456 kB\nNSpid:\t7\n");
+	assert_int_equal(proc_read_status(f->fd, &f->p), 0);
+	assert_int_equal(f->p.vm_rss_kb, 123456);
+	assert_int_equal(f->p.vm_lck_kb, 128);
+	assert_int_equal(f->p.vm_pin_kb, 4096);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -669,6 +754,11 @@ int main(void)
 		cmocka_unit_test(info_of_this_process_through_real_proc),
 		cmocka_unit_test(info_of_a_pid_that_does_not_exist_is_esrch),
 		T(info_of_a_zombie_leader_reads_cmdline_from_a_live_thread),
+		cmocka_unit_test(stack_frame_names_the_innermost_nvidia_function),
+		cmocka_unit_test(stack_frame_is_conservative),
+		T(waits_prefer_a_d_thread_in_the_driver),
+		T(waits_outside_the_driver_give_none),
+		T(status_gives_rss_locked_and_pinned_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

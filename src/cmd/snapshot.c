@@ -1,0 +1,164 @@
+/* snapshot: everything gpuwho collects, as one JSON file (attach it to a bug report; replay it with --from). */
+#include "cli.h"
+#include "cmd/cmd.h"
+#include "snapshot.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: gpuwho snapshot [OPTIONS]\n"
+	"\n"
+	"Writes everything gpuwho sees as one JSON document (schema: docs/json.md, \"snapshot\"): the\n"
+	"holders of every NVIDIA device node with their processes (command lines, threads, waits in the\n"
+	"driver), their ancestors, what NVML says about each GPU (sampled twice, --resample apart), host\n"
+	"memory, the /dev/shm segments and who holds them, and what could not be read and why.\n"
+	"Every read command replays it with --from FILE: gpuwho ps --from FILE.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FILE   write to FILE (atomically, mode 0600: it holds command lines);\n"
+	"                      '-' or no -o: standard output\n"
+	"  --redact            replace command lines (all but argv[0]'s base name), user names, cgroup\n"
+	"                      paths and the host name with placeholders, for sharing\n"
+	"  --resample SECONDS  sample GPU memory a second time after this long (default 0.5; 0: once)\n"
+	"  --from FILE         read a snapshot instead of this host (with --redact: redact a snapshot)\n"
+	"  --nvml PATH         load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
+	"  --no-nvml           do not ask NVML\n"
+	"  -h, --help          this text\n"
+	"\n"
+	"Examples:\n"
+	"  gpuwho snapshot -o gpu-$(hostname).json\n"
+	"  gpuwho snapshot --redact -o report.json && gpuwho ps --from report.json\n"
+	"\n"
+	"Exit status: 0 written, 2 bad usage, 3 nothing could be inspected, the snapshot given to --from\n"
+	"could not be read, or the output could not be written.\n";
+
+enum { OPT_REDACT = 1, OPT_RESAMPLE };
+
+struct sopts {
+	const char *output;
+	bool redact;
+	double resample_s;
+};
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+	struct sopts *o = ctx;
+	char *end;
+	switch (opt) {
+	case 'o':
+		o->output = arg;
+		return 0;
+	case OPT_REDACT:
+		o->redact = true;
+		return 0;
+	case OPT_RESAMPLE:
+		o->resample_s = strtod(arg, &end);
+		if (*end || !(o->resample_s >= 0) || o->resample_s > 60) {
+			fprintf(stderr, "gpuwho snapshot: --resample wants seconds from 0 to 60, not '%s'\n", arg);
+			return -1;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* Writes text to path through a temporary file in the same folder and rename(2): a reader never
+ * sees half a snapshot, and an existing file is replaced whole or not at all. Returns 0 or -errno. */
+static int write_atomic(const char *path, const char *text, size_t len)
+{
+	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);   /* mode 0600 */
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		return -e;
+	}
+	int e = 0;
+	for (size_t off = 0; off < len && !e;) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno != EINTR)
+			e = errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!e && fchmod(fd, 0600) < 0)
+		e = errno;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e)
+		unlink(tmp);
+	free(tmp);
+	return -e;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"redact", no_argument, NULL, OPT_REDACT},
+		{"resample", required_argument, NULL, OPT_RESAMPLE},
+		{0},
+	};
+	struct cli c = {.cmd = "snapshot"};
+	struct sopts o = {.resample_s = 0.5};
+	int r = cli_parse(&c, argc, argv, "o:", own, on_opt, &o, usage);
+	if (r < 0)
+		return cli_exit_for(r);
+	if (r < argc) {
+		cli_error(&c, "takes no arguments (did you mean -o %s?)", argv[r]);
+		return EXIT_USAGE;
+	}
+	struct snapshot s;
+	if (c.from) {
+		char *err;
+		if (snapshot_load(c.from, &s, &err) < 0) {
+			cli_error(&c, "%s: %s", c.from, err);
+			free(err);
+			return EXIT_CANNOT;
+		}
+	} else {
+		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml, .resample_s = o.resample_s};
+		snapshot_collect(&so, &s);
+	}
+	json_t *j = snapshot_to_json(&s, o.redact);
+	char *text = json_dumps(j, JSON_INDENT(1) | JSON_ENSURE_ASCII);
+	json_decref(j);
+	if (!text) {
+		fputs("gpuwho: out of memory building JSON\n", stderr);
+		abort();
+	}
+	size_t len = strlen(text);
+	text = xrealloc(text, len + 2);
+	text[len++] = '\n';
+	text[len] = '\0';
+	int code = (!s.nvml.loaded && s.scan.nscanned == 0) ? EXIT_CANNOT : EXIT_FINE;
+	if (!o.output || !strcmp(o.output, "-")) {
+		fwrite(text, 1, len, stdout);
+		if (fflush(stdout) != 0) {
+			cli_error(&c, "cannot write the snapshot to standard output: %s", strerror(errno));
+			code = EXIT_CANNOT;
+		}
+	} else {
+		int w = write_atomic(o.output, text, len);
+		if (w < 0) {
+			cli_error(&c, "cannot write %s: %s", o.output, strerror(-w));
+			code = EXIT_CANNOT;
+		}
+	}
+	if (code == EXIT_CANNOT && !c.from && s.scan.nscanned == 0 && !s.nvml.loaded)
+		cli_error(&c, "nothing could be inspected: neither NVML nor %s answered", holders_proc_root());
+	free(text);
+	snapshot_free(&s);
+	return code;
+}
