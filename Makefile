@@ -63,6 +63,15 @@ fuzz:
 		-fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_snapshot tests/fuzz/fuzz_snapshot.c \
 		build-fuzz/libgpuwho.a $(LDLIBS)
 
+# gpuwho's main job on this host: every GPU (ps) and the verdict (why); on a host without NVIDIA GPUs,
+# also the bundled incident the project started from, replayed from its snapshot.
+run: $(BUILD)/gpuwho
+	@$(BUILD)/gpuwho ps; echo; $(BUILD)/gpuwho why; \
+	if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then \
+		echo; echo "== No NVIDIA GPU here. The seed incident, replayed: $(BUILD)/gpuwho why --from examples/seed-container.json"; \
+		echo; $(BUILD)/gpuwho why --from examples/seed-container.json; \
+	fi; true
+
 install: $(BUILD)/gpuwho
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/gpuwho $(DESTDIR)$(PREFIX)/bin/gpuwho

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The bundled incident snapshots (examples/, taken on a real H200 by tests/gpu/make-examples.sh; the
+# seed's 8-GPU host reconstructed from a real container view by examples/seed.jq): every read command
+# replays them, and why gives each incident its verdict.
+. "$(dirname "$0")/lib.sh"
+EX="$TESTS/../examples"
+
+# verdicts FILE: the verdict ids why finds in FILE, one line, sorted, unique.
+verdicts() { "$GPUWHO" why --from "$1" --json | jq -r '[.findings[].verdict] | unique | join(" ")'; }
+
+test_every_example_replays_through_ps_holders_and_why() {
+	local f n=0
+	for f in "$EX"/*.json; do
+		n=$((n + 1))
+		"$GPUWHO" ps --from "$f" >/dev/null || fail "ps --from $f: exit $?"
+		"$GPUWHO" holders --from "$f" >/dev/null || fail "holders --from $f: exit $?"
+		"$GPUWHO" why --from "$f" >/dev/null; [ $? -le 1 ] || fail "why --from $f"
+		"$GPUWHO" snapshot --from "$f" | jq -e '.schema == "gpuwho.snapshot"' >/dev/null || fail "snapshot --from $f"
+	done
+	[ "$n" -ge 5 ] || fail "expected at least 5 examples, found $n"
+}
+
+test_the_seed_is_held_outside_the_container_not_a_driver_leak() {
+	local f="$EX/seed-container.json" out v
+	out=$("$GPUWHO" why --from "$f" --no-color); [ $? -eq 1 ] || fail "exit should be 1"
+	v=$(verdicts "$f")
+	expect_has "$v" "outside_pid_namespace"
+	expect_has "$v" "bind_mount_not_holder"
+	expect_has "$v" "host_memory"
+	expect_not "$v" "driver_leak"
+	expect_not "$out" "nvidia-smi --gpu-reset"
+	expect_has "$out" "GPU 0: 96,413 MiB held by processes outside this PID namespace"
+	expect_has "$out" "GPU 2: 96,413 MiB held by processes outside this PID namespace"
+	json=$("$GPUWHO" ps --from "$f" --json)
+	expect_jq "$json" '[.gpus[] | select(.memory.hidden_outside_namespace)] | map(.index) == [0, 2]'
+}
+
+test_orphaned_tp_workers_are_named_with_the_fix() {
+	local f="$EX/orphaned-tp-workers.json"
+	expect_has "$(verdicts "$f")" "orphaned_workers"
+	out=$("$GPUWHO" why --from "$f" --no-color)
+	expect_has "$out" "gpuwho free 0"
+	expect_has "$out" "sglang::"
+}
+
+test_zombie_leader_example_is_found_and_explained() {
+	local f="$EX/zombie-leader.json"
+	expect_has "$(verdicts "$f")" "zombie_leader"
+	expect_jq "$("$GPUWHO" holders --from "$f" --json)" '[.holders[] | select(.state == "Z") | .holds[].how | index("thread")] | length > 0'
+}
+
+test_leaked_shm_segments_are_found() {
+	local f="$EX/shm-leak.json"
+	expect_has "$(verdicts "$f")" "shm_orphans"
+	out=$("$GPUWHO" why --from "$f" --no-color)
+	expect_has "$out" "/dev/shm/torch_"
+	expect_has "$out" "psm_"
+	expect_not "$out" "held_by_live_process'"
+}
+
+run_tests
