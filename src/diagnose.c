@@ -189,14 +189,15 @@ static const char *const reapers[] = {"systemd", "init", "containerd-shim*", "ti
 static const char *const shells[] = {"sh", "bash", "dash", "zsh", NULL};
 
 /* True when a process whose parent is ppid was adopted: the parent is an init or a subreaper.
- * PID 1 we cannot see is init. A shell that is its PID namespace's init (a container started
- * with `sh -c`) adopts orphans too. A launcher that is a container's PID 1 is not a reaper. */
+ * PID 1 we cannot see is init, and so is the host's PID 1 whatever its name (the H200 VMs run
+ * "process_api" as init): only a container's PID 1 can be a launcher. A shell that is its PID
+ * namespace's init (a container started with `sh -c`) adopts orphans too. */
 static bool parent_is_reaper(const struct snapshot *s, int ppid)
 {
 	const struct proc_info *pp = find_proc(s, ppid);
 	if (!pp)
 		return ppid == 1;
-	if (comm_is(pp, reapers))
+	if (comm_is(pp, reapers) || (s->host_pidns && ppid == 1))
 		return true;
 	bool ns_init = pp->pid == 1 || (pp->nnspid > 0 && pp->nspid[pp->nnspid - 1] == 1);
 	return ns_init && comm_is(pp, shells);

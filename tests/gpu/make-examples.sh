@@ -8,10 +8,12 @@ OUT=${OUT:-.}
 GW=${GW:-$PWD/build/gpuwho}
 CH=${CH:-$PWD/build/cuda_holder}
 W=$(mktemp -d /tmp/gw-ex.XXXXXX)
-pkill -9 -f cuda_holder 2>/dev/null; sleep 0.5
+pkill -9 -f "^$CH" 2>/dev/null; sleep 0.5
 waitfile() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT $1"; return 1; }
 snap() { "$GW" snapshot -o "$OUT/example-$1.json" && echo "example-$1: $("$GW" why --from "$OUT/example-$1.json" --json | jq -c '[.findings[] | .verdict]')"; }
-clean() { pkill -9 -f cuda_holder 2>/dev/null; sleep 1; }
+# A zombie leader's cmdline is empty, so pkill -f misses it: kill what the ready files name too.
+clean() { local f; for f in "$W"/*.ready; do [ -s "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -f "$W"/*.ready
+	pkill -9 -f "^$CH" 2>/dev/null; sleep 1; }
 
 # 1. A PyTorch-like process whose main thread exited while its CUDA thread lives on.
 "$CH" "$W/z.ready" 3072 --leader-exit --threads 3 --comm python3 & waitfile "$W/z.ready"

@@ -9,7 +9,7 @@ GW=${GW:-$PWD/build/gpuwho}
 CH=${CH:-$PWD/build/cuda_holder}
 W=$(mktemp -d /tmp/gw-free.XXXXXX)
 exec > >(tee "$OUT/free-validation.txt") 2>&1
-pkill -9 -f cuda_holder 2>/dev/null
+pkill -9 -f "^$CH" 2>/dev/null
 waitfile() { local i; for i in $(seq 300); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "TIMEOUT $1"; return 1; }
 used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader; }
 printf '#!/bin/sh\necho "reset stub called: $*" >>%s/reset.log\n' "$W" >"$W/reset-stub"; chmod +x "$W/reset-stub"
@@ -44,5 +44,5 @@ echo "memory after: $(used)"
 echo; echo "== 4. --reset with a stub (no holder left)"
 timed_free 0 --yes --reset
 echo "stub log: $(cat "$W/reset.log" 2>/dev/null || echo 'not called')"
-pkill -9 -f cuda_holder 2>/dev/null
+pkill -9 -f "^$CH" 2>/dev/null
 echo done

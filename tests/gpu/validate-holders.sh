@@ -10,7 +10,7 @@ GW=${GW:-$PWD/build/gpuwho}
 CH=${CH:-$PWD/build/cuda_holder}
 W=$(mktemp -d /tmp/gw-val.XXXXXX)
 exec > >(tee "$LOG") 2>&1
-pkill -9 -f cuda_holder 2>/dev/null   # leftovers of an earlier run on this machine
+pkill -9 -f "^$CH" 2>/dev/null   # leftovers of an earlier run on this machine
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done; sleep 1; }
 trap cleanup EXIT

@@ -291,6 +291,23 @@ static void test_workers_whose_launcher_lives_are_in_use_not_orphaned(void **sta
 	diagnosis_free(&d);
 }
 
+static void test_on_the_host_pid_1_adopts_whatever_its_name(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "process_api", "/process_api --firecracker-init");   /* the H200 VM's init */
+	add_holder(&w, 3153, 1, 'S', "sglang::schedul", "/work/build/cuda_holder tp0.ready 8192", 0);
+	add_holder(&w, 3154, 1, 'S', "sglang::schedul", "/work/build/cuda_holder tp1.ready 8192", 0);
+	add_nvml(&w, 0, 3153, 8704);
+	add_nvml(&w, 0, 3154, 8704);
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	assert_non_null(find(&d, "orphaned_workers", 0));
+	assert_int_equal(count(&d, "in_use"), 0);
+	diagnosis_free(&d);
+}
+
 static void test_a_container_whose_pid_1_is_the_launcher_has_no_orphans(void **state)
 {
 	(void)state;
@@ -738,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_seed_container_case_is_held_outside_the_pid_namespace_not_a_driver_leak),
 		cmocka_unit_test(test_orphaned_sglang_tp_workers_adopted_by_pid_1_are_killed_as_one_tree),
 		cmocka_unit_test(test_workers_whose_launcher_lives_are_in_use_not_orphaned),
+		cmocka_unit_test(test_on_the_host_pid_1_adopts_whatever_its_name),
 		cmocka_unit_test(test_a_container_whose_pid_1_is_the_launcher_has_no_orphans),
 		cmocka_unit_test(test_an_orphaned_dp_controller_is_the_root_of_its_schedulers),
 		cmocka_unit_test(test_identical_adopted_commands_are_orphaned_ranks_but_one_adopted_daemon_is_not),
