@@ -165,11 +165,6 @@ static double gib(unsigned long long b)
 
 /* ---------- process relations ---------- */
 
-static const struct proc_info *find_proc(const struct snapshot *s, int pid)
-{
-	return pid > 0 ? snapshot_find_proc(s, pid) : NULL;
-}
-
 static bool comm_is(const struct proc_info *p, const char *const *names)
 {
 	if (!p || !p->comm)
@@ -194,7 +189,7 @@ static const char *const shells[] = {"sh", "bash", "dash", "zsh", NULL};
  * namespace's init (a container started with `sh -c`) adopts orphans too. */
 static bool parent_is_reaper(const struct snapshot *s, int ppid)
 {
-	const struct proc_info *pp = find_proc(s, ppid);
+	const struct proc_info *pp = snapshot_find_proc(s, ppid);
 	if (!pp)
 		return ppid == 1;
 	if (comm_is(pp, reapers) || (s->host_pidns && ppid == 1))
@@ -256,7 +251,7 @@ static bool orphan_of(const struct snapshot *s, const struct proc_info *p, struc
 	char *key = fam ? NULL : proc_cmdline_joined(p);
 	const struct proc_info *top = p;
 	for (int depth = 0; depth < 64; depth++) {
-		const struct proc_info *pp = find_proc(s, top->ppid);
+		const struct proc_info *pp = snapshot_find_proc(s, top->ppid);
 		if (!pp || parent_is_reaper(s, top->ppid))
 			break;
 		bool same;
@@ -320,7 +315,7 @@ static bool carries_memory(const struct acct_proc *r)
 /* The parent of p as "PID 4121 (python3)", or "PID 1" when it cannot be seen. */
 static char *parent_desc(const struct snapshot *s, const struct proc_info *p)
 {
-	const struct proc_info *pp = find_proc(s, p->ppid);
+	const struct proc_info *pp = snapshot_find_proc(s, p->ppid);
 	return pp ? pdesc(pp) : xasprintf("PID %d", p->ppid);
 }
 
@@ -624,7 +619,7 @@ static void verdict_orphans(struct ctx *c, const struct acct_gpu *g, const struc
 	for (size_t i = 1; i < n; i++)
 		if (!o[i].family || !fam || strcmp(o[i].family, fam))
 			fam = NULL;
-	const struct proc_info *reaper = find_proc(s, o[0].reaper);
+	const struct proc_info *reaper = snapshot_find_proc(s, o[0].reaper);
 	char *rdesc = reaper ? pdesc(reaper) : xasprintf("PID %d", o[0].reaper);
 	char *sel = gpu_selector(g);
 	struct finding *f = add_finding(c, "orphaned_workers", DIAG_ACTION, g,
@@ -672,7 +667,7 @@ static void verdict_orphans(struct ctx *c, const struct acct_gpu *g, const struc
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (o[i].root != r[i]->pid) {
-			const struct proc_info *rp = find_proc(s, o[i].root);
+			const struct proc_info *rp = snapshot_find_proc(s, o[i].root);
 			char *rd = rp ? pdesc(rp) : xasprintf("PID %d", o[i].root);
 			ev(f, "PID %d descends from %s, the topmost process of its family, whose parent is now PID %d",
 			   r[i]->pid, rd, o[i].reaper);

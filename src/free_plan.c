@@ -141,17 +141,6 @@ char *free_gpu_label(const struct acct_gpu *g)
 
 /* ---------------------------------------------------------------- lookups */
 
-static const struct proc_info *find_proc(const struct snapshot *s, int pid)
-{
-	for (size_t i = 0; i < s->scan.nholders; i++)
-		if (s->scan.holders[i].info.pid == pid)
-			return &s->scan.holders[i].info;
-	for (size_t i = 0; i < s->nothers; i++)
-		if (s->others[i].pid == pid)
-			return &s->others[i];
-	return NULL;
-}
-
 static const struct holder *find_holder(const struct snapshot *s, int pid)
 {
 	for (size_t i = 0; i < s->scan.nholders; i++)
@@ -349,7 +338,7 @@ static void walk_up(struct free_plan *pl, const struct snapshot *s, const struct
 	int origin = pl->procs[k].pid;
 	for (;;) {
 		const struct proc_info *cur = pl->procs[chain[n - 1]].info;
-		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		const struct proc_info *parent = cur->ppid > 0 ? snapshot_find_proc(s, cur->ppid) : NULL;
 		if (!parent || n == sizeof chain / sizeof *chain || boundary(s, o, parent, uid))
 			break;
 		long have = plan_find(pl, parent->pid);
@@ -371,7 +360,7 @@ static bool reaches_job(const struct free_plan *pl, const struct snapshot *s, co
 {
 	const struct proc_info *cur = p;
 	for (int depth = 0; depth < 64; depth++) {
-		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		const struct proc_info *parent = cur->ppid > 0 ? snapshot_find_proc(s, cur->ppid) : NULL;
 		if (!parent || boundary(s, o, parent, p->uid))
 			return false;
 		long have = plan_find(pl, parent->pid);
@@ -389,7 +378,7 @@ static int job_above(const struct free_plan *pl, const struct snapshot *s, const
 {
 	const struct proc_info *cur = p;
 	for (int depth = 0; depth < 64; depth++) {
-		const struct proc_info *parent = cur->ppid > 0 ? find_proc(s, cur->ppid) : NULL;
+		const struct proc_info *parent = cur->ppid > 0 ? snapshot_find_proc(s, cur->ppid) : NULL;
 		if (!parent || boundary(s, o, parent, p->uid))
 			return -1;
 		long have = plan_find(pl, parent->pid);

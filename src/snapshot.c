@@ -164,23 +164,7 @@ static void collect_others(struct snapshot *s, const struct holders_opts *ho, st
 static void collect_self(struct snapshot *s, int procfd)
 {
 	s->self_pid = (int)getpid();
-	size_t cap = 0;
-	int pid = s->self_pid;
-	for (int depth = 0; depth < MAX_ANCESTOR_ROUNDS && procfd >= 0; depth++) {
-		char name[32];
-		snprintf(name, sizeof name, "%d", pid);
-		int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			break;
-		struct proc_info p = {.pid = pid};
-		int r = proc_read_stat(dfd, &p);
-		close(dfd);
-		if (r < 0 || p.ppid <= 0)
-			break;
-		xgrow(&s->self_ancestors, &cap, s->nself_ancestors + 1, sizeof *s->self_ancestors);
-		s->self_ancestors[s->nself_ancestors++] = p.ppid;
-		pid = p.ppid;
-	}
+	s->self_ancestors = proc_ancestors(procfd, s->self_pid, &s->nself_ancestors);
 }
 
 /* GPU memory used, sampled again after o->resample_s seconds. */

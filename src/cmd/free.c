@@ -1,6 +1,7 @@
 /* free: safe cleanup of GPUs — prints whom it would signal and why (dry run), or with --yes signals them, verifies the memory came back, and reports. */
 #include "cli.h"
 #include "cmd/cmd.h"
+#include "cmd/common.h"
 #include "diagnose.h"
 #include "escape.h"
 #include "free_act.h"
@@ -111,29 +112,17 @@ static int parse_opt(int opt, const char *arg, void *ctx)
  * --from, the snapshot's were another gpuwho's). */
 static int *live_self(const char *proc_root, size_t *n)
 {
-	int *v = xmalloc(sizeof *v);
-	*n = 0;
-	v[(*n)++] = (int)getpid();
 	int procfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int pid = (int)getpid();
-	for (int depth = 0; procfd >= 0 && depth < 256; depth++) {
-		char name[32];
-		snprintf(name, sizeof name, "%d", pid);
-		int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			break;
-		struct proc_info p = {.pid = pid};
-		int r = proc_read_stat(dfd, &p);
-		close(dfd);
-		proc_info_free(&p);
-		if (r < 0 || p.ppid <= 0)
-			break;
-		v = xrealloc(v, (*n + 1) * sizeof *v);
-		v[(*n)++] = p.ppid;
-		pid = p.ppid;
-	}
+	size_t na;
+	int *anc = proc_ancestors(procfd, (int)getpid(), &na);
 	if (procfd >= 0)
 		close(procfd);
+	int *v = xmalloc((na + 1) * sizeof *v);
+	v[0] = (int)getpid();
+	for (size_t i = 0; i < na; i++)
+		v[i + 1] = anc[i];
+	*n = na + 1;
+	free(anc);
 	return v;
 }
 
@@ -232,19 +221,9 @@ int cmd_free(int argc, char **argv)
 
 	struct snapshot snap;
 	struct collect_ctx cc = {.so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml}};
-	if (c.from) {
-		char *err;
-		if (snapshot_load(c.from, &snap, &err) < 0) {
-			char *p = escape_term(c.from, strlen(c.from));
-			cli_error(&c, "%s: %s", p, err);
-			free(p);
-			free(err);
-			snapshot_free(&snap);
-			free(a.include);
-			return EXIT_CANNOT;
-		}
-	} else {
-		snapshot_collect(&cc.so, &snap);
+	if (cmd_get_snapshot(&c, 0, &snap) != 0) {
+		free(a.include);
+		return EXIT_CANNOT;
 	}
 
 	size_t nself;

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "escape.h"
 #include "cmd/cmd.h"
+#include "cmd/common.h"
 #include "proc/holders.h"
 #include "render.h"
 #include "snapshot.h"
@@ -163,12 +164,8 @@ static int exit_for(const struct holders_scan *s)
 static int from_snapshot(const struct cli *c, const struct hopts *o, char **paths, size_t npaths)
 {
 	struct snapshot snap;
-	char *err;
-	if (snapshot_load(c->from, &snap, &err) < 0) {
-		cli_error(c, "%s: %s", c->from, err);
-		free(err);
+	if (cmd_get_snapshot(c, 0, &snap) != 0)
 		return EXIT_CANNOT;
-	}
 	int code = EXIT_FINE;
 	if (!npaths) {
 		render(c, o, &snap.scan);

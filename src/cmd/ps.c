@@ -2,6 +2,7 @@
 #include "account.h"
 #include "cli.h"
 #include "cmd/cmd.h"
+#include "cmd/common.h"
 #include "escape.h"
 #include "nvml/nvml.h"
 #include "proc/holders.h"
@@ -57,17 +58,8 @@ int cmd_ps(int argc, char **argv)
 		return cli_exit_for(r);
 	/* Live or replayed, ps renders from a snapshot: the same data gives the same output. */
 	struct snapshot snap;
-	if (c.from) {
-		char *err;
-		if (snapshot_load(c.from, &snap, &err) < 0) {
-			cli_error(&c, "%s: %s", c.from, err);
-			free(err);
-			return EXIT_CANNOT;
-		}
-	} else {
-		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml};
-		snapshot_collect(&so, &snap);
-	}
+	if (cmd_get_snapshot(&c, 0, &snap) != 0)
+		return EXIT_CANNOT;
 	struct nvml_info *nv = snap.nvml_asked && !c.no_nvml ? &snap.nvml : NULL;
 	struct holders_scan *sc = &snap.scan;
 	/* NVML's PIDs are this /proc's only in the host's PID namespace: elsewhere a process of

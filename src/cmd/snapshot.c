@@ -1,6 +1,7 @@
 /* snapshot: everything gpuwho collects, as one JSON file (attach it to a bug report; replay it with --from). */
 #include "cli.h"
 #include "cmd/cmd.h"
+#include "cmd/common.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -120,17 +121,8 @@ int cmd_snapshot(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct snapshot s;
-	if (c.from) {
-		char *err;
-		if (snapshot_load(c.from, &s, &err) < 0) {
-			cli_error(&c, "%s: %s", c.from, err);
-			free(err);
-			return EXIT_CANNOT;
-		}
-	} else {
-		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml, .resample_s = o.resample_s};
-		snapshot_collect(&so, &s);
-	}
+	if (cmd_get_snapshot(&c, o.resample_s, &s) != 0)
+		return EXIT_CANNOT;
 	json_t *j = snapshot_to_json(&s, o.redact);
 	char *text = json_dumps(j, JSON_INDENT(1) | JSON_ENSURE_ASCII);
 	json_decref(j);

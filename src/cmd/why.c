@@ -1,6 +1,7 @@
 /* why: a verdict per GPU (why its memory is in use), the evidence behind it and the exact fix. */
 #include "cli.h"
 #include "cmd/cmd.h"
+#include "cmd/common.h"
 #include "diagnose.h"
 #include "escape.h"
 #include "render.h"
@@ -47,24 +48,10 @@ int cmd_why(int argc, char **argv)
 	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
 	if (r < 0)
 		return cli_exit_for(r);
+	/* Live, a second sample 0.5 s later tells memory being released from a leak (docs/why.md). */
 	struct snapshot s;
-	if (c.from) {
-		char *err = NULL;
-		if (snapshot_load(c.from, &s, &err) < 0) {
-			char *e = escape_term(err ? err : "unreadable", strlen(err ? err : "unreadable"));
-			char *p = escape_term(c.from, strlen(c.from));
-			cli_error(&c, "%s: %s", p, e);
-			free(e);
-			free(p);
-			free(err);
-			snapshot_free(&s);
-			return EXIT_CANNOT;
-		}
-	} else {
-		/* The second sample tells memory being released from a leak (docs/why.md). */
-		struct snapshot_opts so = {.nvml_path = c.nvml_path, .no_nvml = c.no_nvml, .resample_s = 0.5};
-		snapshot_collect(&so, &s);
-	}
+	if (cmd_get_snapshot(&c, 0.5, &s) != 0)
+		return EXIT_CANNOT;
 
 	struct diagnosis d;
 	diagnose(&s, &d);

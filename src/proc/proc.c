@@ -252,6 +252,24 @@ int proc_read_cgroup(int piddir, struct proc_info *p)
 	return 0;
 }
 
+/* The state (stat field 3) of thread `tid` under an open task/ directory; 0 when it is gone or
+ * its stat does not parse. */
+static char task_state(int taskfd, const char *tid)
+{
+	char path[300], buf[1024];
+	snprintf(path, sizeof path, "%s/stat", tid);
+	int fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *s = stat_after_comm(buf);
+	return s ? s[0] : 0;
+}
+
 int proc_read_threads(int piddir, struct proc_info *p)
 {
 	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -269,19 +287,9 @@ int proc_read_threads(int piddir, struct proc_info *p)
 		unsigned long long tid;
 		if (!parse_uint(de->d_name, &tid) || (int)tid == p->pid)
 			continue;
-		char path[300], buf[1024];
-		snprintf(path, sizeof path, "%s/stat", de->d_name);
-		int fd = openat(tfd, path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;   /* the thread exited meanwhile */
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		char *s = stat_after_comm(buf);
-		if (s && (unsigned char)s[0] < 128) {
-			counts[(unsigned char)s[0]]++;
+		char st = task_state(tfd, de->d_name);
+		if (st && (unsigned char)st < 128) {
+			counts[(unsigned char)st]++;
 			total++;
 		}
 	}
@@ -399,20 +407,12 @@ int proc_read_waits(int piddir, struct proc_info *p)
 		unsigned long long tid;
 		if (!parse_uint(de->d_name, &tid))
 			continue;
-		char path[300], buf[1024];
-		snprintf(path, sizeof path, "%s/stat", de->d_name);
-		int fd = openat(tfd, path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		char st = task_state(tfd, de->d_name);
+		if (!st)
 			continue;   /* the thread exited meanwhile */
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		char *s = stat_after_comm(buf);
-		char st = s ? s[0] : '?';
 		if (wait_rank(st) <= best_rank)
 			continue;
+		char path[300];
 		snprintf(path, sizeof path, "%s/wchan", de->d_name);
 		char *sym = read_wchan_at(tfd, path);
 		if (sym && !proc_symbol_is_nvidia(sym, strlen(sym))) {
@@ -548,6 +548,29 @@ int proc_read_brief(int procfd, int pid, struct proc_info *p)
 	return read_info(procfd, pid, p, false);
 }
 
+
+int *proc_ancestors(int procfd, int pid, size_t *n)
+{
+	int *v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	for (int depth = 0; procfd >= 0 && depth < 256; depth++) {
+		char name[32];
+		snprintf(name, sizeof name, "%d", pid);
+		int dfd = openat(procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			break;
+		struct proc_info p = {.pid = pid};
+		int r = proc_read_stat(dfd, &p);
+		close(dfd);
+		if (r < 0 || p.ppid <= 0)
+			break;
+		xgrow(&v, &cap, *n + 1, sizeof *v);
+		v[(*n)++] = p.ppid;
+		pid = p.ppid;
+	}
+	return v;
+}
 
 bool proc_pidns_is_host(int procfd)
 {

@@ -102,6 +102,10 @@ int proc_read_brief(int procfd, int pid, struct proc_info *p);
  * /proc, and when PID 2 cannot be read. */
 bool proc_pidns_is_host(int procfd);
 
+/* The parent chain of pid from stat alone (cannot block): ppid, its ppid, … up to PID 1 (at most
+ * 256). Returns a malloc'ed array (NULL when empty) and its length in *n. */
+int *proc_ancestors(int procfd, int pid, size_t *n);
+
 /* Frees a container's strings and zeroes it. */
 void proc_container_free(struct container *c);
 
