@@ -29,6 +29,14 @@ static const char *const boundary_names[] = {
 	"crond", "atd", "jupyter*", "raylet", "gcs_server", "node", "code-server", "gpuwho",
 };
 
+/* Programs that start GPU jobs: the walk goes up through them (a Python launcher above its TP
+ * workers, torchrun above its ranks). Any other process that holds no NVIDIA node — make, timeout,
+ * a CI agent — is not part of the job, and the walk stops below it. */
+static const char *const launcher_names[] = {
+	"python*", "torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "orterun", "prterun", "sglang*",
+	"vllm*", "VLLM*",
+};
+
 static const char *const shell_names[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh"};
 
 /* argv[0]'s base name, or NULL when the command line is empty (unreadable, kernel thread, zombie). */
@@ -251,6 +259,13 @@ static enum free_skip judge(const struct snapshot *s, const struct free_plan_opt
 	return FREE_SIGNAL;
 }
 
+/* A shell running a script or a -c command: it may be the job's launcher (`sh -c 'w1 & w2'`,
+ * `bash run.sh`), but what started the shell is not the job: the walk stops above it. */
+static bool is_shell(const struct proc_info *p)
+{
+	return match_list(shell_names, sizeof shell_names / sizeof *shell_names, p);
+}
+
 /* Why the walk up from a job's process stops at parent (NULL: the parent is part of the job). */
 static const char *boundary(const struct snapshot *s, const struct free_plan_opts *o, const struct proc_info *parent,
 			    uid_t job_uid)
@@ -269,6 +284,9 @@ static const char *boundary(const struct snapshot *s, const struct free_plan_opt
 		return "a service, session or scheduler process";
 	if (interactive_shell(parent))
 		return "an interactive shell";
+	if (!find_holder(s, parent->pid) && !is_shell(parent) &&
+	    !match_list(launcher_names, sizeof launcher_names / sizeof *launcher_names, parent))
+		return "not part of the job (it holds no GPU and is no launcher)";
 	return NULL;
 }
 
@@ -347,6 +365,8 @@ static void walk_up(struct free_plan *pl, const struct snapshot *s, const struct
 			break;
 		}
 		chain[n++] = add_member(pl, s, o, parent, origin);
+		if (is_shell(parent))
+			break;
 	}
 	if (root < 0)
 		root = pl->procs[chain[n - 1]].pid;

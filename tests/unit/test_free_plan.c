@@ -463,6 +463,33 @@ static void test_the_walk_stops_at_other_users_and_services(void **state)
 	free_plan_free(&p);
 }
 
+static void test_the_walk_takes_a_launching_script_but_not_what_started_it(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	/* make -> sh -c (recipe) -> bash run.sh -> python3 launcher -> 2 workers, as in a CI job. */
+	other(&w, 90, 1, ROOT, "make", "make experiments");
+	other(&w, 91, 90, ROOT, "sh", "/bin/sh -c ./run.sh");
+	other(&w, 92, 91, ROOT, "bash", "bash ./run.sh");
+	other(&w, 93, 92, ROOT, "python3", "python3 -m sglang.launch_server --tp 2");
+	holder(&w, 930, 93, ROOT, "sglang::schedul", "sglang::scheduler_TP0", T_GPU0, -1);
+	holder(&w, 931, 93, ROOT, "sglang::schedul", "sglang::scheduler_TP1", T_GPU0, -1);
+	/* timeout -> a worker: timeout is neither a GPU process nor a launcher. */
+	other(&w, 95, 1, ROOT, "timeout", "timeout 600 ./worker");
+	holder(&w, 950, 95, ROOT, "worker", "./worker", T_GPU0, -1);
+	struct free_plan p;
+	build(&w, "0", NULL, &p);
+	assert_true(signalled(&p, 93));              /* the Python launcher */
+	assert_true(signalled(&p, 92));              /* the script that started it: the job's root */
+	assert_int_equal(find(&p, 930)->job_root, 92);
+	assert_null(find(&p, 91));                   /* above a shell: not the job */
+	assert_null(find(&p, 90));                   /* make */
+	assert_null(find(&p, 95));                   /* timeout */
+	assert_int_equal(find(&p, 950)->job_root, 950);
+	free_plan_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_a_bad_selector_is_an_error_naming_it),
 		cmocka_unit_test(test_shm_plans_only_unheld_segments_of_dead_creators),
 		cmocka_unit_test(test_the_walk_stops_at_other_users_and_services),
+		cmocka_unit_test(test_the_walk_takes_a_launching_script_but_not_what_started_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
