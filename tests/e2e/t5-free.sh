@@ -123,6 +123,30 @@ test_reset_runs_the_configured_command_once_nothing_holds_the_gpu() {
 	[ $rc -eq 1 ] || fail "failed reset: exit $rc"
 }
 
+test_shm_removes_only_unheld_segments_of_dead_creators_and_only_with_yes() {
+	mkdevs_free
+	need_snapshots
+	mkdir -p "$TMP/shm"
+	sh -c 'exit 0' & dead=$!; wait $dead
+	head -c 65536 /dev/zero >"$TMP/shm/torch_${dead}_1_42"        # creator dead, nobody holds it
+	head -c 65536 /dev/zero >"$TMP/shm/psm_${dead}_kv"            # the same, SGLang's name
+	head -c 65536 /dev/zero >"$TMP/shm/torch_${dead}_2_43"        # creator dead, but held by fd
+	head -c 65536 /dev/zero >"$TMP/shm/torch_$$_1_44"             # creator alive (this shell)
+	head -c 65536 /dev/zero >"$TMP/shm/unrelated"                 # no creator in its name
+	start_holder h --ro "$TMP/shm/torch_${dead}_2_43"
+	scenario live_only "gpu 0 used_mib=10" "gpu 1"
+	export GPUWHO_SHM_ROOT="$TMP/shm"
+	out=$(gw free 0 --nvml "$FAKE" --shm) || fail "dry run: exit $?"
+	[ -e "$TMP/shm/torch_${dead}_1_42" ] || fail "the dry run removed a segment"
+	expect_has "$out" "torch_${dead}_1_42"
+	gw free 0 --nvml "$FAKE" --shm --yes >/dev/null || fail "--yes: exit $?"
+	[ ! -e "$TMP/shm/torch_${dead}_1_42" ] || fail "orphan torch segment still there"
+	[ ! -e "$TMP/shm/psm_${dead}_kv" ] || fail "orphan psm segment still there"
+	for f in "torch_${dead}_2_43" "torch_$$_1_44" unrelated; do
+		[ -e "$TMP/shm/$f" ] || fail "$f was removed"
+	done
+}
+
 test_a_launcher_and_its_workers_go_together() {
 	mkdevs_free
 	need_snapshots
