@@ -43,6 +43,7 @@ const char *free_outcome_name(enum free_outcome o)
 	case FREE_OUT_NOT_SIGNALLED: return "not_signalled";
 	case FREE_OUT_GONE: return "gone_before";
 	case FREE_OUT_REUSED: return "pid_reused";
+	case FREE_OUT_CHANGED: return "changed";
 	case FREE_OUT_DENIED: return "not_permitted";
 	case FREE_OUT_FAILED: return "failed";
 	case FREE_OUT_TERM: return "exited_on_sigterm";
@@ -217,6 +218,20 @@ static bool arm(int procfd, const struct free_proc *fp, struct victim *v, struct
 		v->fd = -1;
 		return false;
 	}
+	/* The plan judged the snapshot's uid, name and kind (protected daemons, other users, kernel
+	 * threads). The same process may have exec'd since, or a --from snapshot may not describe
+	 * this host: judge again what the live process is, before any signal. */
+	struct proc_info live;
+	bool same = proc_read_brief(procfd, fp->pid, &live) == 0 && !live.kthread && live.uid == fp->info->uid &&
+		    (!fp->info->comm || (live.comm && !strcmp(live.comm, fp->info->comm)));
+	proc_info_free(&live);
+	if (!same) {
+		res->outcome = FREE_OUT_CHANGED;
+		if (v->fd >= 0)
+			close(v->fd);
+		v->fd = -1;
+		return false;
+	}
 	res->state = state;
 	return true;
 }
@@ -344,7 +359,9 @@ static void remove_shm(const struct free_plan *plan, const struct free_act_opts 
 			continue;
 		char cpid[32];
 		snprintf(cpid, sizeof cpid, "%d", seg->creator_pid);
-		if (fstatat(dfd, seg->name, &st[i], AT_SYMLINK_NOFOLLOW) < 0)
+		if (!shm_name_ok(seg->name))
+			r->shm[i].why = xstrdup("not removed: not a file name in the shm folder");
+		else if (fstatat(dfd, seg->name, &st[i], AT_SYMLINK_NOFOLLOW) < 0)
 			r->shm[i].why = xasprintf("not removed: %s", strerror(errno));
 		else if (!S_ISREG(st[i].st_mode))
 			r->shm[i].why = xstrdup("not removed: no longer a regular file");
@@ -401,6 +418,8 @@ void free_act(const struct free_plan *plan, const struct free_act_opts *o, struc
 	int procfd = open(o->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	size_t n = plan->nsignal;
 	struct victim *vs = xcalloc(n + 1, sizeof *vs);
+	for (size_t i = 0; i <= n; i++)
+		vs[i].fd = -1;   /* never close(0) for a victim that was not armed */
 	size_t armed = 0;
 
 	/* SIGTERM first: a server that gets the chance tears its workers and its CUDA contexts down. */
@@ -554,4 +573,10 @@ int free_run_reset(const char *cmd, int index, unsigned timeout_s)
 		}
 		sleep_ms(POLL_MS);
 	}
+}
+
+int free_live_index(const struct free_report *r, const struct free_plan *plan, size_t gi)
+{
+	long k = match_gpu(&r->after_acct, &plan->acct.gpus[plan->gpus[gi].slot]);
+	return k < 0 ? -1 : r->after_acct.gpus[k].index;
 }

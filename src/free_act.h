@@ -15,6 +15,8 @@ enum free_outcome {
 	FREE_OUT_NOT_SIGNALLED,  /* the plan spared it */
 	FREE_OUT_GONE,           /* exited before it was signalled */
 	FREE_OUT_REUSED,         /* its PID now belongs to another process (start time differs): untouched */
+	FREE_OUT_CHANGED,        /* same process, but its owner or name is not the plan's (it exec'd, or the
+				  * --from snapshot was not this host's): untouched */
 	FREE_OUT_DENIED,         /* the kernel refused the signal (EPERM) */
 	FREE_OUT_FAILED,         /* another error (err says which) */
 	FREE_OUT_TERM,           /* exited after SIGTERM */
@@ -111,5 +113,9 @@ void free_reset_blockers(const struct free_report *r, const struct free_plan *pl
  * bounded by timeout_s; its output goes to stderr. Returns its exit status, or -errno when it
  * could not run, or -ETIMEDOUT. */
 int free_run_reset(const char *cmd, int index, unsigned timeout_s);
+
+/* NVML's index, now, of selected GPU gi (matched by UUID, else minor, in r->after_acct): the
+ * index a reset must name, which a --from snapshot's index need not be. -1 when unknown. */
+int free_live_index(const struct free_report *r, const struct free_plan *plan, size_t gi);
 
 #endif

@@ -540,7 +540,7 @@ static void tally_gpus(struct free_plan *pl)
 	}
 }
 
-static void plan_shm(struct free_plan *pl, const struct snapshot *s)
+static void plan_shm(struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o)
 {
 	for (size_t i = 0; i < s->nshm; i++) {
 		const struct shm_segment *seg = &s->shm[i];
@@ -549,12 +549,20 @@ static void plan_shm(struct free_plan *pl, const struct snapshot *s)
 		xgrow(&pl->shm, &(size_t){pl->nshm}, pl->nshm + 1, sizeof *pl->shm);
 		struct free_shm *fs = &pl->shm[pl->nshm++];
 		fs->seg = seg;
-		fs->remove = seg->nholders == 0;
-		if (fs->remove)
-			fs->why = xasprintf("its creator PID %d has exited and no process holds it", seg->creator_pid);
-		else
+		/* In a child PID namespace the creator and the holders may live outside it (a shared
+		 * /dev/shm, --ipc=host): "dead and unheld" cannot be known from here. */
+		if (!s->host_pidns)
+			fs->why = xasprintf("kept: from inside a PID namespace its creator PID %d and its holders may be "
+					    "out of sight; run gpuwho free --shm on the host", seg->creator_pid);
+		else if (seg->uid != o->uid && !(o->uid == 0 && o->all_users))
+			fs->why = xasprintf("kept: it belongs to uid %u (as root, --all-users removes it)", (unsigned)seg->uid);
+		else if (seg->nholders)
 			fs->why = xasprintf("its creator PID %d has exited, but PID %d still holds it: kept",
 					    seg->creator_pid, seg->holders[0]);
+		else {
+			fs->remove = true;
+			fs->why = xasprintf("its creator PID %d has exited and no process holds it", seg->creator_pid);
+		}
 	}
 }
 
@@ -657,7 +665,7 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 		out->nsignal++;
 	tally_gpus(out);
 	if (o->shm)
-		plan_shm(out, s);
+		plan_shm(out, s, o);
 	plan_notes(out, s);
 	return 0;
 }

@@ -40,6 +40,9 @@ static char *outcome_text(const struct free_result *r, const struct free_proc *f
 		return xasprintf("NOT signalled: PID %d now belongs to another process (start time %llu ticks after boot, "
 				 "the plan's was %llu): untouched", fp->pid, r->start_now,
 				 fp->info ? fp->info->start_ticks : 0ULL);
+	case FREE_OUT_CHANGED:
+		return xasprintf("NOT signalled: PID %d is no longer what the plan judged (its owner, its name, or a "
+				 "kernel thread now): untouched", fp->pid);
 	case FREE_OUT_DENIED:
 		return xasprintf("not permitted (%s): run as root, or as the process's owner", errno_name(r->err));
 	case FREE_OUT_FAILED:

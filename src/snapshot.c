@@ -1300,6 +1300,8 @@ static bool load_snapshot(struct ld *l, json_t *root, struct snapshot *s)
 		struct shm_segment *g = &s->shm[i];
 		TRY(v_obj(l, e));
 		TRY(g_str(l, e, "name", false, &g->name));
+		if (!shm_name_ok(g->name))
+			return ld_fail(l, "name: not a file name in /dev/shm (empty, \".\", \"..\" or with a '/')");
 		TRY(g_u64(l, e, "size", &g->size));
 		TRY(g_u64(l, e, "bytes", &g->bytes));
 		TRY(g_real(l, e, "mtime", &g->mtime));

@@ -171,7 +171,7 @@ static bool do_resets(const struct free_plan *plan, const struct free_report *r,
 {
 	bool ok = true;
 	for (size_t i = 0; i < plan->ngpus; i++) {
-		int index = plan->acct.gpus[plan->gpus[i].slot].index;
+		int index = free_live_index(r, plan, i);
 		free_reset_blockers(r, plan, i, &rs[i].blockers, &rs[i].nblockers);
 		if (geteuid() != 0)
 			rs[i].refused = xstrdup("resetting a GPU needs root");
@@ -212,6 +212,13 @@ int cmd_free(int argc, char **argv)
 	}
 	if (r >= argc) {
 		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id or /dev/nvidiaN); see --help");
+		free(a.include);
+		return EXIT_USAGE;
+	}
+	/* Signals go to this PID namespace (pidfd_open), so the start-time check must read its /proc. */
+	if (a.yes && strcmp(holders_proc_root(), "/proc")) {
+		cli_error(&c, "refusing --yes with GPUWHO_PROC_ROOT set: the checks would read another /proc than the "
+			      "one the signals reach");
 		free(a.include);
 		return EXIT_USAGE;
 	}

@@ -616,7 +616,12 @@ static struct ctx *ctx_new(const struct holders_opts *opts, int procfd, const st
 	c->npids = npids;
 	c->res = xcalloc(npids ? npids : 1, sizeof *c->res);
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	/* The watchdog's waits must not stretch when the wall clock is set back. */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	return c;
 }
 
@@ -637,7 +642,7 @@ static bool ctx_run(struct ctx *c, const struct holders_opts *opts)
 	size_t extra = 0;
 	while (c->running > 0) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += 20 * 1000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
@@ -753,8 +758,9 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 		add_note(out, xstrdup("this /proc shows a PID namespace other than the host's (PID 2 is not kthreadd): "
 				      "processes outside it, which may hold these files, are invisible here; run gpuwho "
 				      "on the host, or in a container started with --pid=host"));
-	if (unreached > 0 && unreached < c->npids)
-		add_note(out, xasprintf("%zu processes were not scanned: too many reads were stuck", unreached));
+	if (unreached > 0)
+		add_note(out, xasprintf("%zu processes were not scanned: %s", unreached,
+					unreached < c->npids ? "too many reads were stuck" : "no scanning thread could be started"));
 	ctx_release(c, any_abandoned);
 	return 0;
 }

@@ -12,6 +12,11 @@
 
 #define PID_LIMIT 4194304   /* PID_MAX_LIMIT on 64-bit kernels */
 
+bool shm_name_ok(const char *name)
+{
+	return name && *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
 const char *shm_root(void)
 {
 	const char *v = getenv("GPUWHO_SHM_ROOT");

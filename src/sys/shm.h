@@ -24,6 +24,10 @@ struct shm_segment {
 				      * NULL when the name is not recognised */
 };
 
+/* True when name can be a file directly in the shm folder: not empty, not "." or "..", no '/'.
+ * A snapshot is untrusted input, and free --shm unlinks by name. */
+bool shm_name_ok(const char *name);
+
 /* The folder to list: $GPUWHO_SHM_ROOT (test hook) or /dev/shm. */
 const char *shm_root(void);
 

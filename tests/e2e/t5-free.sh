@@ -85,9 +85,9 @@ test_zombie_leader_with_a_live_thread_is_freed() {
 test_another_users_process_and_a_protected_daemon_are_never_signalled() {
 	mkdevs_free
 	command -v setpriv >/dev/null || skip "no setpriv"
+	chmod 0777 "$TMP"   # before the spawn: nobody writes its ready file there
 	spawn setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOLD" "$TMP/n.ready" --ro "$TMP/dev/nvidia0"
 	N=$!
-	chmod 0777 "$TMP"
 	wait_file "$TMP/n.ready"
 	start_holder p --ro "$TMP/dev/nvidia0" --comm nvidia-persistenced; P=$HPID
 	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
@@ -145,6 +145,37 @@ test_shm_removes_only_unheld_segments_of_dead_creators_and_only_with_yes() {
 	for f in "torch_${dead}_2_43" "torch_$$_1_44" unrelated; do
 		[ -e "$TMP/shm/$f" ] || fail "$f was removed"
 	done
+}
+
+test_a_process_that_is_no_longer_what_the_snapshot_said_is_never_signalled() {
+	mkdevs_free
+	need_snapshots
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$A mib=2000"
+	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot: exit $?"
+	# Same PID and start time, another name: it exec'd since, or the snapshot is not this host's.
+	jq "(.scan.holders[] | select(.pid == $A) | .comm) = \"python3\"" "$TMP/snap.json" >"$TMP/other.json"
+	out=$(gw free 0 --nvml "$FAKE" --from "$TMP/other.json" --yes --grace 1 --json); rc=$?
+	[ $rc -eq 1 ] || fail "exit $rc"
+	expect_jq "$out" ".processes[] | select(.pid == $A) | .result.outcome == \"changed\""
+	alive "$A" || fail "PID $A was signalled"
+}
+
+test_a_snapshot_cannot_point_shm_removal_outside_its_folder() {
+	mkdevs_free
+	need_snapshots
+	mkdir -p "$TMP/shm" "$TMP/victim"
+	sh -c 'exit 0' & dead=$!; wait $dead
+	head -c 4096 /dev/zero >"$TMP/shm/torch_${dead}_1_1"
+	echo precious >"$TMP/victim/data"
+	export GPUWHO_SHM_ROOT="$TMP/shm"
+	scenario live_only "gpu 0 used_mib=10" "gpu 1"
+	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot: exit $?"
+	jq '(.shm.segments[] | select(.name | startswith("torch_")) | .name) = "../victim/data"' "$TMP/snap.json" >"$TMP/evil.json"
+	gw free 0 --nvml "$FAKE" --from "$TMP/evil.json" --shm --yes >/dev/null 2>"$TMP/err"; rc=$?
+	[ $rc -eq 3 ] || fail "exit $rc"
+	expect_has "$(cat "$TMP/err")" "name: not a file name in /dev/shm"
+	[ -e "$TMP/victim/data" ] || fail "the file outside the shm folder was removed"
 }
 
 test_a_launcher_and_its_workers_go_together() {
