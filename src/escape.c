@@ -92,6 +92,11 @@ char *escape_term(const char *s, size_t len)
 	return out;
 }
 
+char *escape_str(const char *s)
+{
+	return s ? escape_term(s, strlen(s)) : xstrdup("?");
+}
+
 char *escape_utf8(const char *s, size_t len)
 {
 	char *out = NULL;

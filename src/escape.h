@@ -9,6 +9,9 @@
  * \u{NNNN}); a backslash becomes "\\". Valid printable UTF-8 is kept as is. */
 char *escape_term(const char *s, size_t len);
 
+/* escape_term of a NUL-terminated string; NULL gives "?". */
+char *escape_str(const char *s);
+
 /* Returns a malloc'ed copy of s[0..len) that is valid UTF-8, for JSON: each byte that is not part
  * of a valid UTF-8 sequence, and each NUL, becomes the text \xNN. Control characters are kept
  * (the JSON encoder escapes them). */

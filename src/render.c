@@ -37,17 +37,24 @@ static char *fmt_time(double t)
 	return xstrdup(buf);
 }
 
+/* The container cell, escaped: an lxc id comes straight from a cgroup name, which a user with a
+ * delegated cgroup can choose. */
 static char *container_str(const struct container *c)
 {
 	if (!c->runtime)
 		return xstrdup("-");
+	char *raw;
 	if (c->pod_uid && c->id)
-		return xasprintf("k8s pod %.8s %.12s", c->pod_uid, c->id);
-	if (c->pod_uid)
-		return xasprintf("k8s pod %.8s", c->pod_uid);
-	if (c->id)
-		return xasprintf("%s %.12s", c->runtime, c->id);
-	return xstrdup(c->runtime);
+		raw = xasprintf("k8s pod %.8s %.12s", c->pod_uid, c->id);
+	else if (c->pod_uid)
+		raw = xasprintf("k8s pod %.8s", c->pod_uid);
+	else if (c->id)
+		raw = xasprintf("%s %.12s", c->runtime, c->id);
+	else
+		raw = xstrdup(c->runtime);
+	char *e = escape_str(raw);
+	free(raw);
+	return e;
 }
 
 static char *state_str(const struct proc_info *p)
@@ -92,7 +99,9 @@ static char *holds_cell(const struct holders_scan *s, const struct holder *h)
 	means_str(&u, m, sizeof m);
 	char *n = xasprintf("%s (%s)", out, m);
 	free(out);
-	return n;
+	char *e = escape_str(n);   /* target paths may come from a --from snapshot */
+	free(n);
+	return e;
 }
 
 static void print_fit(FILE *f, const char *s, int width, int used)
@@ -112,16 +121,21 @@ static void print_holder_detail(FILE *f, const struct holders_scan *s, const str
 	char *ecmd = escape_term(cmd, strlen(cmd));
 	char *start = fmt_time(p->start_time);
 	char *cont = container_str(&p->container);
+	char *user = escape_str(p->user);
 	fprintf(f, "%sPID %d%s  %s  user %s  state %c%s  ppid %d  started %s\n", render_col(o, C_BOLD), p->pid, render_col(o, C_OFF),
-		comm, p->user ? p->user : "?", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "", p->ppid, start);
+		comm, user, p->state ? p->state : '?', p->nthreads > 1 ? "l" : "", p->ppid, start);
+	free(user);
 	if (p->nnspid > 1) {
 		fprintf(f, "  pid in each namespace:");
 		for (unsigned i = 0; i < p->nnspid; i++)
 			fprintf(f, " %d", p->nspid[i]);
 		fprintf(f, " (outermost first)\n");
 	}
-	if (p->thread_states)
-		fprintf(f, "  threads: %u (%s)\n", p->nthreads, p->thread_states);
+	if (p->thread_states) {
+		char *ts = escape_str(p->thread_states);
+		fprintf(f, "  threads: %u (%s)\n", p->nthreads, ts);
+		free(ts);
+	}
 	if (p->cgroup) {
 		char *cg = escape_term(p->cgroup, strlen(p->cgroup));
 		fprintf(f, "  cgroup: %s%s%s\n", cg, p->container.runtime ? "  container: " : "",
@@ -132,7 +146,9 @@ static void print_holder_detail(FILE *f, const struct holders_scan *s, const str
 	for (size_t i = 0; i < h->nholds; i++) {
 		const struct hold *d = &h->holds[i];
 		const struct target *t = &s->targets[d->target];
-		fprintf(f, "  holds %s:", t->path);
+		char *tp = escape_str(t->path);
+		fprintf(f, "  holds %s:", tp);
+		free(tp);
 		if (d->nfd)
 			fprintf(f, " %u fd%s (%s%s)", d->nfd, d->nfd > 1 ? "s" : "", d->read ? "r" : "", d->write ? "w" : "");
 		if (d->nmap)
@@ -148,8 +164,11 @@ static void print_holder_detail(FILE *f, const struct holders_scan *s, const str
 		}
 		fputc('\n', f);
 	}
-	if (p->missing)
-		fprintf(f, "  could not read: %s\n", p->missing);
+	if (p->missing) {
+		char *m = escape_str(p->missing);
+		fprintf(f, "  could not read: %s\n", m);
+		free(m);
+	}
 	free(comm);
 	free(cmd);
 	free(ecmd);
@@ -185,6 +204,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		/* Column widths from the content. */
 		int wpid = 3, wppid = 4, wuser = 4, wcont = 9, wholds = 5;
 		char **holds = xcalloc(s->nholders, sizeof *holds), **conts = xcalloc(s->nholders, sizeof *conts);
+		char **users = xcalloc(s->nholders, sizeof *users);
 		bool any_cont = false;
 		for (size_t i = 0; i < s->nholders; i++) {
 			const struct proc_info *p = &s->holders[i].info;
@@ -195,8 +215,9 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 			l = snprintf(tmp, sizeof tmp, "%d", p->ppid);
 			if (l > wppid)
 				wppid = l;
-			if (p->user && (int)strlen(p->user) > wuser)
-				wuser = (int)strlen(p->user);
+			users[i] = escape_str(p->user);
+			if ((int)strlen(users[i]) > wuser)
+				wuser = (int)strlen(users[i]);
 			holds[i] = holds_cell(s, &s->holders[i]);
 			if ((int)strlen(holds[i]) > wholds)
 				wholds = (int)strlen(holds[i]);
@@ -220,7 +241,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 			char *cmd = proc_cmdline_joined(p);
 			char *ecmd = escape_term(cmd, strlen(cmd));
 			used = fprintf(f, "%-*d %-*d %-*.*s %s%-5s%s %-*s ", wpid, p->pid, wppid, p->ppid, wuser, wuser,
-				       p->user ? p->user : "?", odd ? render_col(o, C_RED) : "", st, odd ? render_col(o, C_OFF) : "",
+				       users[i], odd ? render_col(o, C_RED) : "", st, odd ? render_col(o, C_OFF) : "",
 				       wholds, holds[i]) - (odd && o->color ? 9 : 0);
 			if (any_cont)
 				used += fprintf(f, "%-*s ", wcont, conts[i]);
@@ -228,17 +249,19 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 			free(st);
 			free(cmd);
 			free(ecmd);
+			free(users[i]);
 			free(holds[i]);
 			free(conts[i]);
 		}
 		free(holds);
 		free(conts);
+		free(users);
 		/* Spell out what fuser and lsof would not show. */
 		for (size_t i = 0; i < s->nholders; i++) {
 			const struct holder *h = &s->holders[i];
 			for (size_t k = 0; k < h->nholds; k++) {
 				const struct hold *d = &h->holds[k];
-				const char *tp = s->targets[d->target].path;
+				char *tp = escape_str(s->targets[d->target].path);
 				if (d->means & HOLD_THREAD)
 					fprintf(f, "%s! PID %d holds %s only through its live thread %d: the thread-group leader "
 						   "has exited (<defunct> in ps), so fuser and lsof do not list it.%s\n",
@@ -256,6 +279,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 				if (d->means == HOLD_MMAP)
 					fprintf(f, "  PID %d holds %s by a memory mapping only (its fd was closed).\n",
 						h->info.pid, tp);
+				free(tp);
 			}
 		}
 		if (o->verbose)
@@ -268,16 +292,21 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		const struct mount_hit *m = &s->mounts[i];
 		char *mp = escape_term(m->mount_point, strlen(m->mount_point));
 		char *rt = escape_term(m->root, strlen(m->root));
+		char *fs = escape_str(m->fstype);
 		fprintf(f, "%s%s is a mount point (bind mount of %s:%s) — NOT a holder.%s fuser prints this as \"kernel "
 			   "mount\": the node was bind-mounted here, as container runtimes do with GPU devices; it holds no "
 			   "GPU memory and no process needs to be killed for it.\n",
-			render_col(o, C_DIM), mp, m->fstype, rt, render_col(o, C_OFF));
+			render_col(o, C_DIM), mp, fs, rt, render_col(o, C_OFF));
 		free(mp);
 		free(rt);
+		free(fs);
 	}
 	for (size_t i = 0; i < s->ntargets; i++)
-		if (!s->targets[i].ok)
-			fprintf(f, "cannot examine %s: %s\n", s->targets[i].path, strerror(s->targets[i].err));
+		if (!s->targets[i].ok) {
+			char *tp = escape_str(s->targets[i].path);
+			fprintf(f, "cannot examine %s: %s\n", tp, strerror(s->targets[i].err));
+			free(tp);
+		}
 	if (s->ndenied) {
 		char head[160];
 		snprintf(head, sizeof head, "%zu process%s could not be inspected (permission denied); run as root to see "
@@ -285,14 +314,17 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		print_unseen(f, head, s->denied, s->ndenied);
 	}
 	for (size_t i = 0; i < s->ntimed_out; i++) {
-		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
-					      : xstrdup("?");
-		fprintf(f, "%sskipped PID %d (%s): %s%s\n", render_col(o, C_YEL), s->timed_out[i].pid, c, s->timed_out[i].why,
+		char *c = escape_str(s->timed_out[i].comm), *w = escape_str(s->timed_out[i].why);
+		fprintf(f, "%sskipped PID %d (%s): %s%s\n", render_col(o, C_YEL), s->timed_out[i].pid, c, w,
 			render_col(o, C_OFF));
 		free(c);
+		free(w);
 	}
-	for (size_t i = 0; i < s->nnotes; i++)
-		fprintf(f, "note: %s\n", s->notes[i]);
+	for (size_t i = 0; i < s->nnotes; i++) {
+		char *n = escape_str(s->notes[i]);   /* a --from snapshot's notes are untrusted */
+		fprintf(f, "note: %s\n", n);
+		free(n);
+	}
 }
 
 json_t *render_json_bytes(const char *s, size_t len)

@@ -92,8 +92,11 @@ static void gpu_headline(FILE *f, const struct free_view *v, size_t i, const str
 	char *label = free_gpu_label(g);
 	char a[32], b[32], c[32];
 	fprintf(f, "%s%s%s", render_col(o, C_BOLD), label, render_col(o, C_OFF));
-	if (g->nvml && g->nvml->name[0])
-		fprintf(f, "  %s", g->nvml->name);
+	if (g->nvml && g->nvml->name[0]) {
+		char *name = escape_str(g->nvml->name);
+		fprintf(f, "  %s", name);
+		free(name);
+	}
 	if (!g->mem_known) {
 		fputs("  memory unknown", f);
 	} else if (!v->report) {

@@ -142,9 +142,11 @@ static char *container_cell(const struct proc_info *p)
 	if (p && p->nnspid > 1) {
 		char *n = xasprintf("%s pid %d", base, p->nspid[p->nnspid - 1]);
 		free(base);
-		return n;
+		base = n;
 	}
-	return base;
+	char *e = escape_str(base);   /* an lxc id is a cgroup name: anyone with a delegated cgroup picks it */
+	free(base);
+	return e;
 }
 
 /* Prints the headline parts of one GPU, wrapped between parts. */
@@ -382,9 +384,9 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 		free(line);
 	}
 	for (size_t i = 0; i < s->ntimed_out; i++) {
-		char *c = s->timed_out[i].comm ? escape_term(s->timed_out[i].comm, strlen(s->timed_out[i].comm))
-					      : xstrdup("?");
-		char *line = xasprintf("skipped PID %d (%s): %s", s->timed_out[i].pid, c, s->timed_out[i].why);
+		char *c = escape_str(s->timed_out[i].comm), *w = escape_str(s->timed_out[i].why);
+		char *line = xasprintf("skipped PID %d (%s): %s", s->timed_out[i].pid, c, w);
+		free(w);
 		fputs(render_col(o, C_YEL), f);
 		render_wrap(f, line, o->width, "  ", 0);
 		fputs(render_col(o, C_OFF), f);
@@ -392,9 +394,11 @@ void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct
 		free(line);
 	}
 	for (size_t i = 0; i < s->nnotes; i++) {
-		char *line = xasprintf("note: %s", s->notes[i]);
+		char *n = escape_str(s->notes[i]);
+		char *line = xasprintf("note: %s", n);
 		render_wrap(f, line, o->width, "  ", 0);
 		free(line);
+		free(n);
 	}
 }
 

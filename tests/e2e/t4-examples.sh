@@ -58,4 +58,21 @@ test_leaked_shm_segments_are_found() {
 	expect_not "$out" "held_by_live_process'"
 }
 
+test_hostile_strings_in_a_snapshot_never_reach_the_terminal_raw() {
+	# A snapshot is untrusted input: escape sequences in every string a renderer prints.
+	local e='\u001b[2J\u001b]0;pwn\u0007'
+	jq --arg e "$(printf '\033[2J\033]0;pwn\007')" '
+		.scan.holders[0].container = {"runtime": "lxc", "id": ("c" + $e), "pod_uid": null}
+		| .scan.holders[0].user = ("u" + $e) | .scan.holders[0].thread_states = ("t" + $e)
+		| .scan.holders[0].missing = ("m" + $e) | .scan.notes += [("n" + $e)] | .notes += [("n2" + $e)]
+		| .scan.targets[0].path = ("/dev/nvidia0" + $e) | .nvml.gpus[0].name = ("H200" + $e)' \
+		"$EX/orphaned-tp-workers.json" >"$TMP/evil.json" || fail "jq"
+	local out
+	for cmd in "ps" "holders -v" "why" "free 0"; do
+		out=$("$GPUWHO" $cmd --from "$TMP/evil.json" 2>&1)
+		[[ "$out" != *$'\e'* && "$out" != *$'\a'* ]] || fail "$cmd printed a raw escape sequence"
+	done
+	expect_has "$("$GPUWHO" holders -v --from "$TMP/evil.json")" 'u\e[2J\e]0;pwn\x07'
+}
+
 run_tests
