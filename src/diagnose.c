@@ -815,8 +815,10 @@ static void verdict_no_holder(struct ctx *c, const struct acct_gpu *g, unsigned 
 	char gn[32], a[48], b[48];
 	char *sel = gpu_selector(g);
 	const struct gpu_resample *rs = &s->resample;
-	bool sampled = g->index >= 0 && (size_t)g->index < rs->ngpus && rs->used_ok && rs->used_ok[g->index];
-	unsigned long long later = sampled ? rs->used_bytes[g->index] : g->used_bytes;
+	/* The second sample is stored by position in nvml.gpus, which need not be the index. */
+	size_t pos = g->nvml ? (size_t)(g->nvml - s->nvml.gpus) : (size_t)-1;
+	bool sampled = pos < rs->ngpus && rs->used_ok && rs->used_ok[pos];
+	unsigned long long later = sampled ? rs->used_bytes[pos] : g->used_bytes;
 	if (sampled && later + DIAG_RELEASE_MIN_BYTES <= g->used_bytes) {
 		struct finding *f = add_finding(c, "memory_releasing", DIAG_INFO, g,
 						"%s: %s with no holder, and falling — memory is being released; wait and re-run",
