@@ -49,7 +49,6 @@ static const char usage[] =
 	"Exit status: 0 done, 2 bad usage (an unknown GPU selector too), 3 neither NVML nor /proc\n"
 	"could be read, or the --from snapshot could not be read.\n";
 
-
 int cmd_ps(int argc, char **argv)
 {
 	struct cli c = {.cmd = "ps"};
