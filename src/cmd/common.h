@@ -3,7 +3,7 @@
 #define GPUWHO_CMD_COMMON_H
 
 #include "cli.h"
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 
 /* The snapshot a read command works on: loaded from --from FILE, else collected live with the
  * NVML options of c and the given resample delay (0: one sample). Returns 0; or prints

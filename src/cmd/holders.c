@@ -4,8 +4,8 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "proc/holders.h"
-#include "render.h"
-#include "snapshot.h"
+#include "render/render.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -1,13 +1,13 @@
 /* ps: every GPU's memory used/total, each holder with its memory, and the memory nobody accounts for. */
-#include "account.h"
+#include "diagnose/account.h"
 #include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "escape.h"
 #include "nvml/nvml.h"
 #include "proc/holders.h"
-#include "render.h"
-#include "snapshot.h"
+#include "render/render.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
 #include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
 #include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
-#include "diagnose.h"
+#include "diagnose/diagnose.h"
 #include "escape.h"
-#include "render.h"
-#include "snapshot.h"
+#include "render/render.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <stdio.h>

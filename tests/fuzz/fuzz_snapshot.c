@@ -1,6 +1,6 @@
 /* fuzz_snapshot: libFuzzer target for the snapshot loader (`make fuzz`, clang only; not part of check).
  * Any input must load or fail with a message; a loaded snapshot must serialize again. */
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 
 #include <stdint.h>
 #include <stdlib.h>

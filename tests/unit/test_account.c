@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "account.h"
+#include "diagnose/account.h"
 
 #include <stdio.h>
 #include <string.h>

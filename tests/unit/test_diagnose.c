@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "diagnose.h"
-#include "render.h"
+#include "diagnose/diagnose.h"
+#include "render/render.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "free_plan.h"
+#include "free/plan.h"
 
 #include <signal.h>
 #include <stdio.h>

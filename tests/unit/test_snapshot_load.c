@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 #include "sys/shm.h"
 #include "util.h"
 #include "fixture.h"

@@ -4,8 +4,8 @@
 #ifndef GPUWHO_FREE_PLAN_H
 #define GPUWHO_FREE_PLAN_H
 
-#include "account.h"
-#include "snapshot.h"
+#include "diagnose/account.h"
+#include "snapshot/snapshot.h"
 
 #include <stdbool.h>
 #include <stddef.h>

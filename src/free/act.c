@@ -1,6 +1,6 @@
 /* free_act: signals a free plan's processes through pidfds, waits for them and for the memory, and
  * cleans up /dev/shm leftovers — re-checking every fact the plan rests on right before acting. */
-#include "free_act.h"
+#include "free/act.h"
 #include "util.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* diagnose: a snapshot in, findings out (verdict, evidence, fix, PIDs). Pure: no I/O, no clock. */
-#include "diagnose.h"
+#include "diagnose/diagnose.h"
 #include "util.h"
 
 #include <stdarg.h>

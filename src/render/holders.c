@@ -1,5 +1,5 @@
 /* render: turns collected data into text for a person or JSON for a script. Decides nothing. */
-#include "render.h"
+#include "render/render.h"
 #include "escape.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /* account: joins NVML's process lists with the holder engine's processes, per GPU. Pure. */
-#include "account.h"
+#include "diagnose/account.h"
 #include "util.h"
 
 #include <stdlib.h>

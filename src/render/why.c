@@ -1,7 +1,7 @@
 /* render_why: `gpuwho why` as text (a headline per finding, its evidence and fix) and as JSON. Decides nothing. */
-#include "diagnose.h"
+#include "diagnose/diagnose.h"
 #include "escape.h"
-#include "render.h"
+#include "render/render.h"
 #include "util.h"
 
 #include <stdlib.h>

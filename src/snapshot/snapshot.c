@@ -1,5 +1,5 @@
 /* snapshot: collects one look at the host, and writes it to JSON and reads it back without loss. */
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 #include "sys/devices.h"
 

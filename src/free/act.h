@@ -4,8 +4,8 @@
 #ifndef GPUWHO_FREE_ACT_H
 #define GPUWHO_FREE_ACT_H
 
-#include "free_plan.h"
-#include "snapshot.h"
+#include "free/plan.h"
+#include "snapshot/snapshot.h"
 
 #include <stdbool.h>
 #include <stddef.h>

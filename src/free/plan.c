@@ -1,5 +1,5 @@
 /* free_plan: whom `gpuwho free` signals, whom it spares and why, from a snapshot. Pure. */
-#include "free_plan.h"
+#include "free/plan.h"
 #include "util.h"
 
 #include <stdlib.h>

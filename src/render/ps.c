@@ -1,8 +1,8 @@
 /* render_ps: `gpuwho ps` as text (a headline per GPU, then its processes) and as JSON. Decides nothing. */
-#include "account.h"
+#include "diagnose/account.h"
 #include "escape.h"
 #include "nvml/nvml_json.h"
-#include "render.h"
+#include "render/render.h"
 #include "util.h"
 
 #include <stdlib.h>

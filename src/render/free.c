@@ -1,8 +1,8 @@
 /* render_free: `gpuwho free` as text and JSON — the plan, and after --yes what happened. Decides nothing. */
 #include "escape.h"
-#include "free_act.h"
-#include "free_plan.h"
-#include "render.h"
+#include "free/act.h"
+#include "free/plan.h"
+#include "render/render.h"
 #include "util.h"
 
 #include <errno.h>
