@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "cmd/cmd.h"
 #include "escape.h"
+#include "json.h"
 #include "plan/launch.h"
 #include "plan/model.h"
 #include "plan/plan.h"
@@ -409,16 +410,6 @@ static void render_text(const struct launch *l, const struct plan_result *r, con
 
 /* JSON output ---------------------------------------------------------------------------------- */
 
-static json_t *jstr(const char *s)
-{
-	if (!s)
-		return json_null();
-	char *u = escape_utf8(s, strlen(s));
-	json_t *j = json_string(u);
-	free(u);
-	return j ? j : json_null();
-}
-
 static json_t *jnum(bool has, double v)
 {
 	if (!has || !isfinite(v))
@@ -426,14 +417,6 @@ static json_t *jnum(bool has, double v)
 	if (v == floor(v) && fabs(v) < 9e15)
 		return json_integer((json_int_t)v);
 	return json_real(v);
-}
-
-static json_t *jstrs(char *const *a, size_t n)
-{
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, jstr(a[i]));
-	return arr;
 }
 
 static void render_json(const struct launch *l, const struct plan_result *r, const struct facts *f)
@@ -444,15 +427,15 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 	json_object_set_new(root, "schema_version", json_integer(1));
 	json_object_set_new(root, "verdict", json_string(plan_verdict_key(r->verdict)));
 	json_object_set_new(root, "engine", json_string(l->engine == LAUNCH_SGLANG ? "sglang" : "vllm"));
-	json_object_set_new(root, "entry", jstr(l->entry));
-	json_object_set_new(root, "command", jstrs(f->argv, (size_t)f->argc));
+	json_object_set_new(root, "entry", json_str_or_null(l->entry));
+	json_object_set_new(root, "command", json_strs(f->argv, (size_t)f->argc));
 	json_object_set_new(root, "pid", f->pid ? json_integer(f->pid) : json_null());
 
 	json_t *jm = json_object();
-	json_object_set_new(jm, "name", jstr(l->model));
-	json_object_set_new(jm, "dir", jstr(f->model_dir));
-	json_object_set_new(jm, "config", jstr(f->config_path));
-	json_object_set_new(jm, "model_type", jstr(m ? m->model_type : NULL));
+	json_object_set_new(jm, "name", json_str_or_null(l->model));
+	json_object_set_new(jm, "dir", json_str_or_null(f->model_dir));
+	json_object_set_new(jm, "config", json_str_or_null(f->config_path));
+	json_object_set_new(jm, "model_type", json_str_or_null(m ? m->model_type : NULL));
 	json_object_set_new(jm, "attention", m ? json_string(m->mla ? "mla" : m->kv_heads == m->heads ? "mha" : "gqa") : json_null());
 	json_object_set_new(jm, "layers", jnum(m, m ? m->layers : 0));
 	json_object_set_new(jm, "kv_lora_rank", jnum(m && m->mla, m ? m->kv_lora_rank : 0));
@@ -460,15 +443,15 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 	json_object_set_new(jm, "kv_heads", jnum(m && !m->mla, m ? m->kv_heads : 0));
 	json_object_set_new(jm, "head_dim", jnum(m && !m->mla, m ? m->head_dim : 0));
 	json_object_set_new(jm, "v_head_dim", jnum(m && !m->mla, m ? m->v_head_dim : 0));
-	json_object_set_new(jm, "dtype", jstr(m ? m->torch_dtype : NULL));
+	json_object_set_new(jm, "dtype", json_str_or_null(m ? m->torch_dtype : NULL));
 	json_object_set_new(jm, "weights_bytes", jnum(r->has_weights, r->weights_per_gpu * l->tp * l->pp +
 									  (l->has_cpu_offload ? l->cpu_offload_gib * PLAN_GIB * l->tp * l->pp : 0)));
-	json_object_set_new(jm, "weights_source", jstr(r->has_weights ? f->weights_source : NULL));
+	json_object_set_new(jm, "weights_source", json_str_or_null(r->has_weights ? f->weights_source : NULL));
 	json_object_set_new(root, "model", jm);
 
 	json_t *jp = json_object();
 	json_object_set_new(jp, "verdict", json_string(plan_verdict_key(r->gpus_verdict)));
-	json_object_set_new(jp, "message", jstr(r->gpus_message));
+	json_object_set_new(jp, "message", json_str_or_null(r->gpus_message));
 	json_object_set_new(jp, "tp", json_integer(l->tp));
 	json_object_set_new(jp, "dp", json_integer(l->dp));
 	json_object_set_new(jp, "pp", json_integer(l->pp));
@@ -477,16 +460,16 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 	json_object_set_new(jp, "gpus", json_integer(r->gpus));
 	json_object_set_new(jp, "local_gpus", json_integer(r->local_gpus));
 	json_object_set_new(jp, "attention_tp", json_integer(r->attn_tp));
-	json_object_set_new(jp, "cuda_visible_devices", jstr(f->cuda_visible));
-	json_object_set_new(jp, "gpu_ids", jstrs(r->gpu_ids, (size_t)r->ngpu_ids));
+	json_object_set_new(jp, "cuda_visible_devices", json_str_or_null(f->cuda_visible));
+	json_object_set_new(jp, "gpu_ids", json_strs(r->gpu_ids, (size_t)r->ngpu_ids));
 	json_object_set_new(jp, "gpu_ids_assumed", json_boolean(r->gpu_ids_assumed));
 	json_object_set_new(root, "gpus", jp);
 
 	json_t *jg = json_object();
 	json_object_set_new(jg, "verdict", json_string(plan_verdict_key(r->gpu_verdict)));
-	json_object_set_new(jg, "message", jstr(r->gpu_message));
+	json_object_set_new(jg, "message", json_str_or_null(r->gpu_message));
 	json_object_set_new(jg, "total_bytes", jnum(r->has_gpu_total, r->gpu_total));
-	json_object_set_new(jg, "total_source", jstr(r->has_gpu_total ? f->gpu_source : NULL));
+	json_object_set_new(jg, "total_source", json_str_or_null(r->has_gpu_total ? f->gpu_source : NULL));
 	json_object_set_new(jg, "fraction", json_real(r->fraction));
 	json_object_set_new(jg, "fraction_flag", json_string(r->fraction_flag));
 	json_object_set_new(jg, "fraction_assumed", json_boolean(r->fraction_assumed));
@@ -499,11 +482,11 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 
 	json_t *jk = json_object();
 	json_object_set_new(jk, "verdict", json_string(plan_verdict_key(r->kv_verdict)));
-	json_object_set_new(jk, "message", jstr(r->kv_message));
-	json_object_set_new(jk, "dtype", jstr(r->kv_dtype));
+	json_object_set_new(jk, "message", json_str_or_null(r->kv_message));
+	json_object_set_new(jk, "dtype", json_str_or_null(r->kv_dtype));
 	json_object_set_new(jk, "dtype_bytes", jnum(true, r->kv_dtype_bytes));
 	json_object_set_new(jk, "bytes_per_token", jnum(r->has_cell, r->cell_bytes));
-	json_object_set_new(jk, "formula", jstr(r->cell_formula));
+	json_object_set_new(jk, "formula", json_str_or_null(r->cell_formula));
 	json_object_set_new(jk, "tokens_per_rank", jnum(r->has_tokens, (double)r->tokens));
 	json_object_set_new(jk, "avg_tokens", json_integer(r->avg_tokens));
 	json_object_set_new(jk, "concurrency", jnum(r->has_tokens, (double)r->concurrency));
@@ -514,9 +497,9 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 
 	json_t *jh = json_object();
 	json_object_set_new(jh, "verdict", json_string(plan_verdict_key(r->host_verdict)));
-	json_object_set_new(jh, "message", jstr(r->host_message));
+	json_object_set_new(jh, "message", json_str_or_null(r->host_message));
 	json_object_set_new(jh, "available_bytes", jnum(r->has_host_avail, r->host_avail));
-	json_object_set_new(jh, "available_source", jstr(r->has_host_avail ? f->host_source : NULL));
+	json_object_set_new(jh, "available_source", json_str_or_null(r->has_host_avail ? f->host_source : NULL));
 	json_object_set_new(jh, "asked_bytes", jnum(true, round(r->host_total)));
 	json_object_set_new(jh, "headroom_bytes", jnum(r->has_host_avail, round(r->host_avail - r->host_total)));
 	json_t *items = json_array();
@@ -531,20 +514,20 @@ static void render_json(const struct launch *l, const struct plan_result *r, con
 		json_object_set_new(ji, "each_bytes", jnum(it->known, round(it->each_bytes)));
 		json_object_set_new(ji, "total_bytes", jnum(it->known, round(it->total_bytes)));
 		json_object_set_new(ji, "verdict", json_string(plan_verdict_key(it->verdict)));
-		json_object_set_new(ji, "message", jstr(it->message));
+		json_object_set_new(ji, "message", json_str_or_null(it->message));
 		json_object_set_new(ji, "max_value", jnum(it->has_max, it->max_value));
-		json_object_set_new(ji, "max_unit", jstr(it->max_unit));
+		json_object_set_new(ji, "max_unit", json_str_or_null(it->max_unit));
 		json_array_append_new(items, ji);
 	}
 	json_object_set_new(jh, "items", items);
 	json_object_set_new(root, "host_memory", jh);
 
-	json_object_set_new(root, "unknown_flags", jstrs(l->unknown, l->nunknown));
-	json_t *notes = jstrs(f->notes, f->nnotes);
-	json_t *ln = jstrs(l->notes, l->nnotes);
+	json_object_set_new(root, "unknown_flags", json_strs(l->unknown, l->nunknown));
+	json_t *notes = json_strs(f->notes, f->nnotes);
+	json_t *ln = json_strs(l->notes, l->nnotes);
 	json_array_extend(notes, ln);
 	json_decref(ln);
-	json_t *rn = jstrs(r->notes, r->nnotes);
+	json_t *rn = json_strs(r->notes, r->nnotes);
 	json_array_extend(notes, rn);
 	json_decref(rn);
 	json_object_set_new(root, "notes", notes);

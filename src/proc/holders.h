@@ -6,6 +6,7 @@
 #define GPUWHO_PROC_HOLDERS_H
 
 #include "proc/proc.h"
+#include "sys/target.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,20 +18,6 @@ enum {
 	HOLD_MMAP = 2,    /* a memory mapping */
 	HOLD_THREAD = 4,  /* only through /proc/PID/task/TID: the group leader has exited (Zl) */
 	HOLD_COPY = 8,    /* through another device node with the same major:minor (mknod'ed copy) */
-};
-
-/* A file whose holders are wanted. */
-struct target {
-	char *path;       /* as given, or as discovered under /dev */
-	char *kind;       /* "gpu", "ctl", "uvm", "uvm-tools", "modeset", "caps", "nvidia" or "file" */
-	int gpu_minor;    /* /dev/nvidiaN's N for "gpu", else -1 */
-	char *bus_id;     /* PCI bus id of a "gpu" node when /proc/driver/nvidia says it, else NULL */
-	bool ok;          /* stat succeeded; when false, err says why and nothing can hold it */
-	int err;          /* errno of the failed stat */
-	dev_t dev;        /* st_dev */
-	ino_t ino;        /* st_ino */
-	dev_t rdev;       /* st_rdev, meaningful when chr */
-	bool chr;         /* a character device: matched by rdev, not by inode */
 };
 
 /* What one process holds of one target. */
@@ -49,15 +36,6 @@ struct holder {
 	struct proc_info info;
 	struct hold *holds;
 	size_t nholds;
-};
-
-/* A target that is a mount point in our mount namespace: not a holder. */
-struct mount_hit {
-	size_t target;
-	char *mount_point;
-	char *fstype;
-	char *source;     /* mount source (e.g. "udev", "devtmpfs") */
-	char *root;       /* root of the mount within its filesystem (e.g. "/nvidia0") */
 };
 
 /* A process gpuwho could not (fully) look at. */
@@ -117,12 +95,5 @@ const char *holders_dev_root(void);
 
 /* Frees everything a scan owns; accepts NULL. */
 void holders_scan_free(struct holders_scan *s);
-
-/* Builds a target from a path given by the user: stats it (following links). kind "file" unless
- * it is an NVIDIA device node, which gets the discovered kind. Never fails: see target.ok. */
-struct target target_from_path(const char *path);
-
-/* Frees the strings of one target (not the struct itself). */
-void target_free(struct target *t);
 
 #endif

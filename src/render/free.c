@@ -2,6 +2,7 @@
 #include "escape.h"
 #include "free/act.h"
 #include "free/plan.h"
+#include "json.h"
 #include "render/render.h"
 #include "util.h"
 
@@ -235,19 +236,6 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 
 /* ---------------------------------------------------------------- JSON */
 
-static json_t *jstr(const char *s)
-{
-	return s ? render_json_bytes(s, strlen(s)) : json_null();
-}
-
-static json_t *jpids(const int *p, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(p[i]));
-	return a;
-}
-
 static json_t *proc_json(const struct free_view *v, size_t i)
 {
 	const struct free_plan *p = v->plan;
@@ -256,10 +244,10 @@ static json_t *proc_json(const struct free_view *v, size_t i)
 	json_object_set_new(o, "pid", json_integer(fp->pid));
 	json_object_set_new(o, "host_pid", fp->host_pid >= 0 ? json_integer(fp->host_pid) : json_null());
 	json_object_set_new(o, "role", json_string(free_role_name(fp->role)));
-	json_object_set_new(o, "why", jstr(fp->why));
+	json_object_set_new(o, "why", json_str_or_null(fp->why));
 	json_object_set_new(o, "signal", json_boolean(fp->skip == FREE_SIGNAL));
 	json_object_set_new(o, "skip", fp->skip == FREE_SIGNAL ? json_null() : json_string(free_skip_name(fp->skip)));
-	json_object_set_new(o, "skip_why", jstr(fp->skip_why));
+	json_object_set_new(o, "skip_why", json_str_or_null(fp->skip_why));
 	json_object_set_new(o, "job_root", json_integer(fp->job_root));
 	json_object_set_new(o, "via", fp->via ? json_integer(fp->via) : json_null());
 	json_t *g = json_array();
@@ -285,7 +273,7 @@ static json_t *proc_json(const struct free_view *v, size_t i)
 		if (r->outcome == FREE_OUT_ALIVE) {
 			char st[2] = {r->state ? r->state : '?', 0};
 			json_object_set_new(res, "state", json_string(st));
-			json_object_set_new(res, "wchan", jstr(r->wchan));
+			json_object_set_new(res, "wchan", json_str_or_null(r->wchan));
 		}
 		json_object_set_new(res, "sent_sigcont", json_boolean(r->sent_cont));
 		json_object_set_new(res, "by_kill", json_boolean(r->by_kill));
@@ -303,7 +291,7 @@ static json_t *gpu_json(const struct free_view *v, size_t i)
 	json_object_set_new(o, "index", g->index >= 0 ? json_integer(g->index) : json_null());
 	json_object_set_new(o, "minor", g->minor >= 0 ? json_integer(g->minor) : json_null());
 	json_object_set_new(o, "uuid", g->nvml && g->nvml->uuid_rc == 0 ? json_string(g->nvml->uuid) : json_null());
-	json_object_set_new(o, "device", g->target ? jstr(g->target->path) : json_null());
+	json_object_set_new(o, "device", g->target ? json_str_or_null(g->target->path) : json_null());
 	json_object_set_new(o, "used_bytes", g->mem_known ? json_integer((json_int_t)g->used_bytes) : json_null());
 	json_object_set_new(o, "total_bytes", g->mem_known ? json_integer((json_int_t)g->total_bytes) : json_null());
 	json_object_set_new(o, "expected_back_bytes", json_integer((json_int_t)fg->expect_back));
@@ -316,21 +304,21 @@ static json_t *gpu_json(const struct free_view *v, size_t i)
 		json_object_set_new(a, "seen", json_boolean(ga->seen));
 		json_object_set_new(a, "used_bytes", ga->mem_known ? json_integer((json_int_t)ga->used_bytes) : json_null());
 		json_object_set_new(a, "free", json_boolean(ga->free));
-		json_object_set_new(a, "holders", jpids(ga->holders, ga->nholders));
-		json_object_set_new(a, "memory_holders", jpids(ga->mem_holders, ga->nmem_holders));
+		json_object_set_new(a, "holders", json_pids(ga->holders, ga->nholders));
+		json_object_set_new(a, "memory_holders", json_pids(ga->mem_holders, ga->nmem_holders));
 		json_object_set_new(o, "after", a);
 	}
-	json_object_set_new(o, "next_step", v->next && v->next[i] ? jstr(v->next[i]) : json_null());
+	json_object_set_new(o, "next_step", v->next && v->next[i] ? json_str_or_null(v->next[i]) : json_null());
 	json_object_set_new(o, "next_step_verdict",
 			    v->next_verdict && v->next_verdict[i] ? json_string(v->next_verdict[i]) : json_null());
 	if (v->reset) {
 		const struct free_reset *rs = &v->reset[i];
 		json_t *b = json_array();
 		for (size_t k = 0; k < rs->nblockers; k++)
-			json_array_append_new(b, jstr(rs->blockers[k]));
+			json_array_append_new(b, json_str_or_null(rs->blockers[k]));
 		json_object_set_new(o, "reset", json_pack("{s:b, s:o, s:o, s:o}", "ran", rs->ran, "exit_status",
 							  rs->ran ? json_integer(rs->status) : json_null(), "blockers", b,
-							  "refused", jstr(rs->refused)));
+							  "refused", json_str_or_null(rs->refused)));
 	}
 	return o;
 }
@@ -353,19 +341,19 @@ json_t *render_free_json(const struct free_view *v)
 	json_t *sh = json_array();
 	for (size_t i = 0; i < p->nshm; i++) {
 		const struct free_shm *s = &p->shm[i];
-		json_t *x = json_pack("{s:o, s:I, s:i, s:b, s:o}", "name", jstr(s->seg->name), "bytes",
+		json_t *x = json_pack("{s:o, s:I, s:i, s:b, s:o}", "name", json_str_or_null(s->seg->name), "bytes",
 				      (json_int_t)s->seg->bytes, "creator_pid", s->seg->creator_pid, "remove", s->remove,
-				      "why", jstr(s->why));
+				      "why", json_str_or_null(s->why));
 		if (r && s->remove) {
 			json_object_set_new(x, "removed", json_boolean(r->shm && r->shm[i].removed));
-			json_object_set_new(x, "kept_why", r->shm ? jstr(r->shm[i].why) : json_null());
+			json_object_set_new(x, "kept_why", r->shm ? json_str_or_null(r->shm[i].why) : json_null());
 		}
 		json_array_append_new(sh, x);
 	}
 	json_object_set_new(o, "shm", sh);
 	json_t *notes = json_array();
 	for (size_t i = 0; i < p->nnotes; i++)
-		json_array_append_new(notes, jstr(p->notes[i]));
+		json_array_append_new(notes, json_str_or_null(p->notes[i]));
 	json_object_set_new(o, "notes", notes);
 	if (r) {
 		json_object_set_new(o, "all_free", json_boolean(r->all_free));

@@ -1,6 +1,7 @@
 /* render: turns collected data into text for a person or JSON for a script. Decides nothing. */
-#include "render/render.h"
 #include "escape.h"
+#include "json.h"
+#include "render/render.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -327,32 +328,12 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 	}
 }
 
-json_t *render_json_bytes(const char *s, size_t len)
-{
-	char *u = escape_utf8(s ? s : "", s ? len : 0);
-	json_t *j = json_string(u);
-	free(u);
-	return j ? j : json_string("");
-}
-
-static json_t *jstr(const char *s)
-{
-	return s ? render_json_bytes(s, strlen(s)) : json_null();
-}
-
-static json_t *devnum(dev_t d)
-{
-	char buf[32];
-	snprintf(buf, sizeof buf, "%u:%u", major(d), minor(d));
-	return json_string(buf);
-}
-
 static json_t *unseen_json(const struct unseen *u, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_pack("{s:i, s:o, s:o}", "pid", u[i].pid, "comm", jstr(u[i].comm), "why",
-						   jstr(u[i].why)));
+		json_array_append_new(a, json_pack("{s:i, s:o, s:o}", "pid", u[i].pid, "comm", json_str_or_null(u[i].comm), "why",
+						   json_str_or_null(u[i].why)));
 	return a;
 }
 
@@ -364,19 +345,19 @@ json_t *render_proc_json(const struct proc_info *p)
 	json_t *argv = json_array();
 	for (size_t i = 0; p->cmdline && i < p->cmdline_len;) {
 		size_t l = strnlen(p->cmdline + i, p->cmdline_len - i);
-		json_array_append_new(argv, render_json_bytes(p->cmdline + i, l));
+		json_array_append_new(argv, json_text(p->cmdline + i, l));
 		i += l + 1;
 	}
 	json_t *cont = json_null();
 	if (p->container.runtime)
-		cont = json_pack("{s:o, s:o, s:o}", "runtime", jstr(p->container.runtime), "id", jstr(p->container.id),
-				 "pod_uid", jstr(p->container.pod_uid));
+		cont = json_pack("{s:o, s:o, s:o}", "runtime", json_str_or_null(p->container.runtime), "id", json_str_or_null(p->container.id),
+				 "pod_uid", json_str_or_null(p->container.pod_uid));
 	char st[2] = {p->state ? p->state : '?', 0};
 	return json_pack("{s:i, s:o, s:i, s:i, s:o, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "pid", p->pid,
-			 "nspid", ns, "ppid", p->ppid, "uid", (int)p->uid, "user", jstr(p->user), "state", st, "threads",
-			 (int)p->nthreads, "thread_states", jstr(p->thread_states), "comm", jstr(p->comm), "cmdline", argv,
-			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", jstr(p->cgroup),
-			 "container", cont, "missing", jstr(p->missing));
+			 "nspid", ns, "ppid", p->ppid, "uid", (int)p->uid, "user", json_str_or_null(p->user), "state", st, "threads",
+			 (int)p->nthreads, "thread_states", json_str_or_null(p->thread_states), "comm", json_str_or_null(p->comm), "cmdline", argv,
+			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", json_str_or_null(p->cgroup),
+			 "container", cont, "missing", json_str_or_null(p->missing));
 }
 
 json_t *render_holders_json(const struct holders_scan *s)
@@ -384,16 +365,16 @@ json_t *render_holders_json(const struct holders_scan *s)
 	json_t *targets = json_array();
 	for (size_t i = 0; i < s->ntargets; i++) {
 		const struct target *t = &s->targets[i];
-		json_t *o = json_pack("{s:o, s:s, s:b}", "path", jstr(t->path), "kind", t->kind, "ok", t->ok);
+		json_t *o = json_pack("{s:o, s:s, s:b}", "path", json_str_or_null(t->path), "kind", t->kind, "ok", t->ok);
 		if (t->gpu_minor >= 0)
 			json_object_set_new(o, "gpu_minor", json_integer(t->gpu_minor));
 		if (t->bus_id)
-			json_object_set_new(o, "bus_id", jstr(t->bus_id));
+			json_object_set_new(o, "bus_id", json_str_or_null(t->bus_id));
 		if (t->ok) {
-			json_object_set_new(o, "dev", devnum(t->dev));
+			json_object_set_new(o, "dev", json_devnum(t->dev));
 			json_object_set_new(o, "ino", json_integer((json_int_t)t->ino));
 			if (t->chr)
-				json_object_set_new(o, "rdev", devnum(t->rdev));
+				json_object_set_new(o, "rdev", json_devnum(t->rdev));
 		} else {
 			json_object_set_new(o, "error", json_string(strerror(t->err)));
 		}
@@ -422,12 +403,12 @@ json_t *render_holders_json(const struct holders_scan *s)
 			if (d->write)
 				acc[a++] = 'w';
 			json_t *ho = json_pack("{s:i, s:o, s:o, s:i, s:i, s:s}", "target", (int)d->target, "path",
-					       jstr(s->targets[d->target].path), "how", how, "fds", (int)d->nfd, "maps",
+					       json_str_or_null(s->targets[d->target].path), "how", how, "fds", (int)d->nfd, "maps",
 					       (int)d->nmap, "access", acc);
 			if (d->via_tid)
 				json_object_set_new(ho, "via_tid", json_integer(d->via_tid));
 			if (d->copy_path)
-				json_object_set_new(ho, "copy_path", jstr(d->copy_path));
+				json_object_set_new(ho, "copy_path", json_str_or_null(d->copy_path));
 			json_array_append_new(hs, ho);
 		}
 		json_object_set_new(o, "holds", hs);
@@ -437,13 +418,13 @@ json_t *render_holders_json(const struct holders_scan *s)
 	for (size_t i = 0; i < s->nmounts; i++) {
 		const struct mount_hit *m = &s->mounts[i];
 		json_array_append_new(mounts, json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:b}", "target", (int)m->target,
-							"mount_point", jstr(m->mount_point), "fstype", jstr(m->fstype),
-							"source", jstr(m->source), "root", jstr(m->root), "path",
-							jstr(s->targets[m->target].path), "holder", 0));
+							"mount_point", json_str_or_null(m->mount_point), "fstype", json_str_or_null(m->fstype),
+							"source", json_str_or_null(m->source), "root", json_str_or_null(m->root), "path",
+							json_str_or_null(s->targets[m->target].path), "holder", 0));
 	}
 	json_t *notes = json_array();
 	for (size_t i = 0; i < s->nnotes; i++)
-		json_array_append_new(notes, jstr(s->notes[i]));
+		json_array_append_new(notes, json_str_or_null(s->notes[i]));
 	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:o}", "schema_version", 1, "targets", targets,
 			 "holders", holders, "mounts", mounts, "not_inspected", unseen_json(s->denied, s->ndenied),
 			 "timed_out", unseen_json(s->timed_out, s->ntimed_out), "scanned", (int)s->nscanned, "vanished",

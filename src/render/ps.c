@@ -1,6 +1,7 @@
 /* render_ps: `gpuwho ps` as text (a headline per GPU, then its processes) and as JSON. Decides nothing. */
 #include "diagnose/account.h"
 #include "escape.h"
+#include "json.h"
 #include "nvml/nvml_json.h"
 #include "render/render.h"
 #include "util.h"
@@ -407,11 +408,6 @@ static json_t *jbytes(bool known, unsigned long long b)
 	return known ? json_integer((json_int_t)b) : json_null();
 }
 
-static json_t *jstr(const char *s)
-{
-	return s ? render_json_bytes(s, strlen(s)) : json_null();
-}
-
 static json_t *lists_json(unsigned lists)
 {
 	json_t *l = json_array();
@@ -435,7 +431,7 @@ static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, con
 	json_object_set_new(o, "lists", lists_json(r->lists));
 	json_t *holds = json_array();
 	for (size_t i = 0; r->holder && i < r->holder->nholds; i++)
-		json_array_append_new(holds, jstr(s->targets[r->holder->holds[i].target].path));
+		json_array_append_new(holds, json_str_or_null(s->targets[r->holder->holds[i].target].path));
 	json_object_set_new(o, "holds", holds);
 	if (r->kind == ACCT_EXITED) {
 		json_t *h = json_array();
@@ -445,7 +441,7 @@ static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, con
 		json_object_set_new(o, "heirs", h);
 	}
 	char *m = row_message(g, r, s);
-	json_object_set_new(o, "message", jstr(m));
+	json_object_set_new(o, "message", json_str_or_null(m));
 	free(m);
 	return o;
 }
@@ -465,10 +461,10 @@ static json_t *gpu_json(const struct acct_gpu *g, const struct holders_scan *s)
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "index",
 			 g->index >= 0 ? json_integer(g->index) : json_null(), "minor",
 			 g->minor >= 0 ? json_integer(g->minor) : json_null(), "uuid",
-			 n && n->uuid_rc == 0 ? jstr(n->uuid) : json_null(), "name",
-			 n && n->name_rc == 0 ? jstr(n->name) : json_null(), "bus_id", jstr(g->bus_id), "device",
-			 g->target ? jstr(g->target->path) : json_null(), "processes_known", g->procs_known, "memory",
-			 mem, "processes", procs, "error", n ? jstr(n->error) : json_null());
+			 n && n->uuid_rc == 0 ? json_str_or_null(n->uuid) : json_null(), "name",
+			 n && n->name_rc == 0 ? json_str_or_null(n->name) : json_null(), "bus_id", json_str_or_null(g->bus_id), "device",
+			 g->target ? json_str_or_null(g->target->path) : json_null(), "processes_known", g->procs_known, "memory",
+			 mem, "processes", procs, "error", n ? json_str_or_null(n->error) : json_null());
 }
 
 json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
@@ -484,7 +480,7 @@ json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_
 		json_t *o = render_proc_json(&h->info);
 		json_t *holds = json_array();
 		for (size_t k = 0; k < h->nholds; k++)
-			json_array_append_new(holds, jstr(s->targets[h->holds[k].target].path));
+			json_array_append_new(holds, json_str_or_null(s->targets[h->holds[k].target].path));
 		json_object_set_new(o, "holds", holds);
 		json_array_append_new(others, o);
 	}

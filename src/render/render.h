@@ -65,8 +65,6 @@ json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_p
  * col0, continuation lines start with indent. Counts bytes, so keep colour codes out of text. */
 void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0);
 
-/* A JSON string of raw process-controlled bytes: invalid UTF-8 becomes \xNN text. Never NULL. */
-json_t *render_json_bytes(const char *s, size_t len);
 
 /* The short name of a target for tables: "nvidia0", "nvidiactl", "nvidia-caps/nvidia-cap1", or
  * the path for other files. Points into t->path. */

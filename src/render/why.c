@@ -1,6 +1,7 @@
 /* render_why: `gpuwho why` as text (a headline per finding, its evidence and fix) and as JSON. Decides nothing. */
 #include "diagnose/diagnose.h"
 #include "escape.h"
+#include "json.h"
 #include "render/render.h"
 #include "util.h"
 
@@ -82,11 +83,6 @@ void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const
 	}
 }
 
-static json_t *jraw(const char *s)
-{
-	return s ? render_json_bytes(s, strlen(s)) : json_null();
-}
-
 json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns)
 {
 	json_t *arr = json_array();
@@ -96,14 +92,14 @@ json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_p
 		const struct finding *x = &d->findings[i];
 		json_t *ev = json_array(), *pids = json_array();
 		for (size_t k = 0; k < x->nevidence; k++)
-			json_array_append_new(ev, jraw(x->evidence[k]));
+			json_array_append_new(ev, json_str_or_null(x->evidence[k]));
 		for (size_t k = 0; k < x->npids; k++)
 			json_array_append_new(pids, json_integer(x->pids[k]));
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "verdict", x->verdict,
 						     "severity", diag_severity_name(x->severity), "gpu",
 						     x->gpu >= 0 ? json_integer(x->gpu) : json_null(), "minor",
 						     x->minor >= 0 ? json_integer(x->minor) : json_null(), "headline",
-						     jraw(x->headline), "evidence", ev, "fix", jraw(x->fix), "pids", pids,
+						     json_str_or_null(x->headline), "evidence", ev, "fix", json_str_or_null(x->fix), "pids", pids,
 						     "uncertain", x->uncertain));
 	}
 	return json_pack("{s:s, s:i, s:s, s:s, s:b, s:o}", "schema", "gpuwho.why", "schema_version", 1, "pid_namespace",

@@ -3,7 +3,7 @@
 #ifndef GPUWHO_SYS_DEVICES_H
 #define GPUWHO_SYS_DEVICES_H
 
-#include "proc/holders.h"
+#include "sys/target.h"
 
 #include <stddef.h>
 

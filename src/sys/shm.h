@@ -3,7 +3,7 @@
 #ifndef GPUWHO_SYS_SHM_H
 #define GPUWHO_SYS_SHM_H
 
-#include "proc/holders.h"
+#include "sys/target.h"
 
 #include <stdbool.h>
 #include <stddef.h>
