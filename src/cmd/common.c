@@ -1,7 +1,9 @@
 /* common: what several subcommands do the same way. */
 #include "cmd/common.h"
 #include "escape.h"
+#include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,8 +14,11 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
 		return snapshot_collect(&so, out);
 	}
 	char *err = NULL;
-	if (snapshot_load(c->from, out, &err) == 0)
+	if (snapshot_load(c->from, out, &err) == 0) {
+		if (c->no_nvml)
+			out->nvml_asked = false;
 		return 0;
+	}
 	/* The path and the loader's message may quote the file's bytes. */
 	char *p = escape_term(c->from, strlen(c->from));
 	char *e = escape_term(err ? err : "unreadable", strlen(err ? err : "unreadable"));
@@ -23,4 +28,39 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
 	free(err);
 	snapshot_free(out);
 	return EXIT_CANNOT;
+}
+
+int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel)
+{
+	*sel = NULL;
+	if (n <= 0)
+		return EXIT_FINE;
+	*sel = xcalloc(a->ngpus + 1, sizeof **sel);
+	int code = EXIT_FINE;
+	for (int i = 0; i < n; i++) {
+		int k = account_select(a, sels[i]);
+		if (k >= 0) {
+			(*sel)[k] = true;
+			continue;
+		}
+		char *m = account_select_error(a, sels[i], k);
+		char *e = escape_term(m, strlen(m));
+		cli_error(c, "%s", e);
+		free(e);
+		free(m);
+		code = EXIT_USAGE;
+	}
+	return code;
+}
+
+struct render_opts cmd_render_opts(const struct cli *c)
+{
+	return (struct render_opts){.color = cli_color(c), .width = cli_text_width()};
+}
+
+void cmd_print_json(json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
+	fputc('\n', stdout);
+	json_decref(j);
 }

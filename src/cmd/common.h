@@ -1,13 +1,33 @@
-/* common: what several subcommands do the same way. */
+/* common: what several subcommands do the same way — get the snapshot, select GPUs, print JSON or
+ * set up text output. Commands only wire: collect or load, diagnose or plan, render. */
 #ifndef GPUWHO_CMD_COMMON_H
 #define GPUWHO_CMD_COMMON_H
 
 #include "cli.h"
+#include "diagnose/account.h"
+#include "render/render.h"
 #include "snapshot/snapshot.h"
 
+#include <jansson.h>
+#include <stdbool.h>
+
 /* The snapshot a read command works on: loaded from --from FILE, else collected live with the
- * NVML options of c and the given resample delay (0: one sample). Returns 0; or prints
- * "gpuwho CMD: FILE: why" (escaped) and returns EXIT_CANNOT, leaving *out empty. */
+ * NVML options of c and the given resample delay (0: one sample). --no-nvml with --from hides the
+ * snapshot's NVML answer, as it would have been live. Returns 0; or prints "gpuwho CMD: FILE: why"
+ * (escaped) and returns EXIT_CANNOT, leaving *out empty. */
 int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *out);
+
+/* The GPUs that sels[0..n) name (account_select: index, UUID or a unique prefix, bus id, device
+ * path). Sets *sel to NULL when n is 0 (no selection: all), else to a malloc'ed array of
+ * a->ngpus flags. Returns EXIT_FINE; or prints one error per selector that names no GPU (or
+ * several) and returns EXIT_USAGE (*sel still set: free it). */
+int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel);
+
+/* Text output for c: colour when cli_color says so, lines fitted to cli_text_width(). */
+struct render_opts cmd_render_opts(const struct cli *c);
+
+/* Prints j to stdout as every --json does (indented, ASCII only, reals to 12 digits), then a
+ * newline, and drops the reference. */
+void cmd_print_json(json_t *j);
 
 #endif

@@ -147,7 +147,7 @@ static void next_steps(const struct free_plan *plan, const struct free_report *r
 	for (size_t i = 0; i < plan->ngpus; i++) {
 		if (r->gpus[i].free)
 			continue;
-		const struct acct_gpu *g = &plan->acct.gpus[plan->gpus[i].slot];
+		const struct account_gpu *g = &plan->acct.gpus[plan->gpus[i].slot];
 		const struct finding *best = NULL;
 		for (size_t k = 0; k < d.nfindings; k++) {
 			const struct finding *x = &d.findings[k];
@@ -162,7 +162,7 @@ static void next_steps(const struct free_plan *plan, const struct free_report *r
 			next[i] = xstrdup("run `gpuwho why` to see what still holds it");
 		}
 	}
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 /* --reset: per GPU, run the reset command once nothing holds the GPU (as root); else say why not. */
@@ -277,12 +277,9 @@ int cmd_free(int argc, char **argv)
 	struct free_view v = {.plan = &plan, .report = a.yes ? &rep : NULL, .grace_s = a.grace, .reset = rs,
 			      .reset_cmd = reset_cmd, .next = next, .next_verdict = verdict};
 	if (c.json) {
-		json_t *j = render_free_json(&v);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-		fputc('\n', stdout);
-		json_decref(j);
+		cmd_print_json(render_free_json(&v));
 	} else {
-		struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
+		struct render_opts ro = cmd_render_opts(&c);
 		if (a.reset && !a.yes)
 			printf("--reset: after --yes has freed them, as root, `%s --gpu-reset -i N` runs for each GPU that "
 			       "no process holds any more.\n\n", reset_cmd);
@@ -301,9 +298,9 @@ int cmd_free(int argc, char **argv)
 	}
 	free(next);
 	free(verdict);
-	free_report_free(&rep);
+	free_report_release(&rep);
 out:
-	free_plan_free(&plan);
+	free_plan_release(&plan);
 	free(self);
 	snapshot_free(&snap);
 	free(a.include);

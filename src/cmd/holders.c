@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -139,15 +138,10 @@ static long find_target(const struct holders_scan *s, const char *path)
 static void render(const struct cli *c, const struct hopts *o, const struct holders_scan *s)
 {
 	if (c->json) {
-		json_t *j = render_holders_json(s);
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-		fputc('\n', stdout);
-		json_decref(j);
+		cmd_print_json(render_holders_json(s));
 	} else {
-		struct render_opts ro = {.color = cli_color(c), .verbose = o->verbose};
-		struct winsize ws;
-		if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
-			ro.width = ws.ws_col;
+		struct render_opts ro = cmd_render_opts(c);
+		ro.verbose = o->verbose;
 		render_holders_text(stdout, s, &ro);
 	}
 }

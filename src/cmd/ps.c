@@ -1,19 +1,9 @@
 /* ps: every GPU's memory used/total, each holder with its memory, and the memory nobody accounts for. */
-#include "diagnose/account.h"
-#include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
-#include "escape.h"
-#include "nvml/nvml.h"
-#include "proc/holders.h"
-#include "render/render.h"
-#include "snapshot/snapshot.h"
-#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 static const char usage[] =
 	"Usage: gpuwho ps [OPTIONS] [GPU...]\n"
@@ -59,45 +49,19 @@ int cmd_ps(int argc, char **argv)
 	struct snapshot snap;
 	if (cmd_get_snapshot(&c, 0, &snap) != 0)
 		return EXIT_CANNOT;
-	struct nvml_info *nv = snap.nvml_asked && !c.no_nvml ? &snap.nvml : NULL;
-	struct holders_scan *sc = &snap.scan;
-	/* NVML's PIDs are this /proc's only in the host's PID namespace: elsewhere a process of
-	 * `others` with the same number would be a coincidence. */
-	bool host = snap.host_pidns;
-	struct acct a;
-	account_build(nv, sc, host ? snap.others : NULL, host ? snap.nothers : 0, host, &a);
-
-	int code = EXIT_FINE;
-	bool *sel = NULL;
-	if (r < argc) {
-		sel = xcalloc(a.ngpus + 1, sizeof *sel);
-		for (int i = r; i < argc; i++) {
-			int k = account_select(&a, argv[i]);
-			if (k >= 0) {
-				sel[k] = true;
-				continue;
-			}
-			char *e = escape_term(argv[i], strlen(argv[i]));
-			if (k == -2)
-				cli_error(&c, "'%s' matches more than one GPU's UUID; give more of it", e);
-			else
-				cli_error(&c, "no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., "
-					  "PCI bus id 0000:65:00.0, /dev/nvidiaN)", e, a.ngpus, a.ngpus == 1 ? "" : "s");
-			free(e);
-			code = EXIT_USAGE;
-		}
-	}
+	const struct nvml_info *nv = snap.nvml_asked ? &snap.nvml : NULL;
+	struct account a;
+	account_from_snapshot(&snap, &a);
+	bool *sel;
+	int code = cmd_select_gpus(&c, &a, argv + r, argc - r, &sel);
 	if (code == EXIT_FINE) {
 		if (c.json) {
-			json_t *j = render_ps_json(&a, sel, nv, sc);
-			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-			fputc('\n', stdout);
-			json_decref(j);
+			cmd_print_json(render_ps_json(&a, sel, nv, &snap.scan));
 		} else {
-			struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
-			render_ps_text(stdout, &a, sel, nv, sc, &ro);
+			struct render_opts ro = cmd_render_opts(&c);
+			render_ps_text(stdout, &a, sel, nv, &snap.scan, &ro);
 		}
-		if (!snap.nvml.loaded && sc->nscanned == 0)
+		if (!snap.nvml.loaded && snap.scan.nscanned == 0)
 			code = EXIT_CANNOT;
 	}
 	free(sel);

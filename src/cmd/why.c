@@ -1,16 +1,11 @@
 /* why: a verdict per GPU (why its memory is in use), the evidence behind it and the exact fix. */
-#include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "diagnose/diagnose.h"
-#include "escape.h"
-#include "render/render.h"
-#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static const char usage[] =
 	"Usage: gpuwho why [OPTIONS] [GPU...]\n"
@@ -56,26 +51,10 @@ int cmd_why(int argc, char **argv)
 	struct diagnosis d;
 	diagnose(&s, &d);
 
-	int code = EXIT_FINE;
-	bool *show = NULL;
-	if (r < argc) {
-		bool *gsel = xcalloc(d.acct.ngpus + 1, sizeof *gsel);
-		for (int i = r; i < argc; i++) {
-			int k = account_select(&d.acct, argv[i]);
-			if (k >= 0) {
-				gsel[k] = true;
-				continue;
-			}
-			char *e = escape_term(argv[i], strlen(argv[i]));
-			if (k == -2)
-				cli_error(&c, "'%s' matches more than one GPU's UUID; give more of it", e);
-			else
-				cli_error(&c, "no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., "
-					  "PCI bus id 0000:65:00.0, /dev/nvidiaN)", e, d.acct.ngpus,
-					  d.acct.ngpus == 1 ? "" : "s");
-			free(e);
-			code = EXIT_USAGE;
-		}
+	bool *gsel, *show = NULL;
+	int code = cmd_select_gpus(&c, &d.acct, argv + r, argc - r, &gsel);
+	if (gsel) {
+		/* Findings about the host are always shown. */
 		show = xcalloc(d.nfindings + 1, sizeof *show);
 		for (size_t i = 0; i < d.nfindings; i++)
 			show[i] = d.findings[i].slot < 0 || gsel[d.findings[i].slot];
@@ -83,12 +62,9 @@ int cmd_why(int argc, char **argv)
 	}
 	if (code == EXIT_FINE) {
 		if (c.json) {
-			json_t *j = render_why_json(&d, show, s.host_pidns);
-			json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-			fputc('\n', stdout);
-			json_decref(j);
+			cmd_print_json(render_why_json(&d, show, s.host_pidns));
 		} else {
-			struct render_opts ro = {.color = cli_color(&c), .width = cli_text_width()};
+			struct render_opts ro = cmd_render_opts(&c);
 			render_why_text(stdout, &d, show, &ro);
 		}
 		if (!s.nvml.loaded && s.scan.nscanned == 0)
@@ -97,7 +73,7 @@ int cmd_why(int argc, char **argv)
 			code = EXIT_PROBLEM;
 	}
 	free(show);
-	diagnosis_free(&d);
+	diag_free(&d);
 	snapshot_free(&s);
 	return code;
 }

@@ -1,5 +1,6 @@
 /* account: joins NVML's process lists with the holder engine's processes, per GPU. Pure. */
 #include "diagnose/account.h"
+#include "snapshot/snapshot.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -71,29 +72,29 @@ static long gpu_target(const struct holders_scan *s, int minor, const char *bus)
 	return -1;
 }
 
-static struct acct_proc *add_row(struct acct_gpu *g, size_t *cap)
+static struct account_proc *add_row(struct account_gpu *g, size_t *cap)
 {
 	xgrow(&g->procs, cap, g->nprocs + 1, sizeof *g->procs);
-	struct acct_proc *r = &g->procs[g->nprocs++];
+	struct account_proc *r = &g->procs[g->nprocs++];
 	memset(r, 0, sizeof *r);
 	r->host_pid = -1;
 	return r;
 }
 
 /* Sort groups: NVML rows first, then the processes that may carry their memory, then the rest. */
-static int kind_group(enum acct_kind k)
+static int kind_group(enum account_kind k)
 {
 	switch (k) {
-	case ACCT_ATTRIBUTED:
-	case ACCT_OUTSIDE:
-	case ACCT_EXITED:
+	case ACCOUNT_ATTRIBUTED:
+	case ACCOUNT_OUTSIDE:
+	case ACCOUNT_EXITED:
 		return 0;
-	case ACCT_INHERITED:
-	case ACCT_UNMATCHED:
+	case ACCOUNT_INHERITED:
+	case ACCOUNT_UNMATCHED:
 		return 1;
-	case ACCT_UNKNOWN:
+	case ACCOUNT_UNKNOWN:
 		return 2;
-	case ACCT_DEVICE_ONLY:
+	case ACCOUNT_DEVICE_ONLY:
 		return 3;
 	}
 	return 4;
@@ -101,7 +102,7 @@ static int kind_group(enum acct_kind k)
 
 static int cmp_row(const void *a, const void *b)
 {
-	const struct acct_proc *x = a, *y = b;
+	const struct account_proc *x = a, *y = b;
 	int gx = kind_group(x->kind), gy = kind_group(y->kind);
 	if (gx != gy)
 		return gx < gy ? -1 : 1;
@@ -115,7 +116,7 @@ static int cmp_row(const void *a, const void *b)
 }
 
 /* Fills g's rows: NVML's entries joined to this /proc, then the GPU node's other holders. */
-static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s, const struct proc_info *extra,
+static void fill_rows(struct account_gpu *g, long tgt, const struct holders_scan *s, const struct proc_info *extra,
 		      size_t nextra, bool host_pidns)
 {
 	size_t cap = 0;
@@ -123,7 +124,7 @@ static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s
 	if (g->nvml && g->procs_known) {
 		for (size_t i = 0; i < g->nvml->nprocs; i++) {
 			const struct nvml_proc *np = &g->nvml->procs[i];
-			struct acct_proc *r = add_row(g, &cap);
+			struct account_proc *r = add_row(g, &cap);
 			r->pid = (int)np->pid;
 			r->host_pid = (int)np->pid;
 			r->in_nvml = true;
@@ -136,9 +137,9 @@ static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s
 			else if (host_pidns)
 				r->info = find_extra(extra, nextra, r->pid);
 			if (r->info) {
-				r->kind = ACCT_ATTRIBUTED;
+				r->kind = ACCOUNT_ATTRIBUTED;
 			} else {
-				r->kind = host_pidns ? ACCT_EXITED : ACCT_OUTSIDE;
+				r->kind = host_pidns ? ACCOUNT_EXITED : ACCOUNT_OUTSIDE;
 				pending = true;
 			}
 			if (np->used_known)
@@ -157,17 +158,17 @@ static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s
 				listed = g->procs[k].in_nvml && g->procs[k].holder == h;
 			if (listed)
 				continue;
-			struct acct_proc *r = add_row(g, &cap);
+			struct account_proc *r = add_row(g, &cap);
 			r->pid = h->info.pid;
 			r->host_pid = host_pidns ? h->info.pid : -1;
 			r->info = &h->info;
 			r->holder = h;
 			if (!g->procs_known)
-				r->kind = ACCT_UNKNOWN;
+				r->kind = ACCOUNT_UNKNOWN;
 			else if (pending)
-				r->kind = host_pidns ? ACCT_INHERITED : ACCT_UNMATCHED;
+				r->kind = host_pidns ? ACCOUNT_INHERITED : ACCOUNT_UNMATCHED;
 			else
-				r->kind = ACCT_DEVICE_ONLY;
+				r->kind = ACCOUNT_DEVICE_ONLY;
 		}
 	}
 	if (g->nprocs > 1)
@@ -178,14 +179,14 @@ static void fill_rows(struct acct_gpu *g, long tgt, const struct holders_scan *s
 			g->over_attributed = true;
 		else
 			g->unattributed_bytes = g->used_bytes - g->attributed_bytes;
-		g->hidden_outside = !host_pidns && g->unattributed_bytes >= ACCT_HIDDEN_MIN_BYTES;
+		g->hidden_outside = !host_pidns && g->unattributed_bytes >= ACCOUNT_HIDDEN_MIN_BYTES;
 	}
 }
 
-static struct acct_gpu *add_gpu(struct acct *a, size_t *cap)
+static struct account_gpu *add_gpu(struct account *a, size_t *cap)
 {
 	xgrow(&a->gpus, cap, a->ngpus + 1, sizeof *a->gpus);
-	struct acct_gpu *g = &a->gpus[a->ngpus++];
+	struct account_gpu *g = &a->gpus[a->ngpus++];
 	memset(g, 0, sizeof *g);
 	g->index = -1;
 	g->minor = -1;
@@ -193,7 +194,7 @@ static struct acct_gpu *add_gpu(struct acct *a, size_t *cap)
 }
 
 void account_build(const struct nvml_info *nv, const struct holders_scan *s, const struct proc_info *extra,
-		   size_t nextra, bool host_pidns, struct acct *out)
+		   size_t nextra, bool host_pidns, struct account *out)
 {
 	memset(out, 0, sizeof *out);
 	out->host_pidns = host_pidns;
@@ -202,7 +203,7 @@ void account_build(const struct nvml_info *nv, const struct holders_scan *s, con
 	bool *used = xcalloc(s->ntargets + 1, sizeof *used);   /* GPU nodes already given a GPU */
 	for (size_t i = 0; out->nvml_ok && i < nv->ngpus; i++) {
 		const struct nvml_gpu *n = &nv->gpus[i];
-		struct acct_gpu *g = add_gpu(out, &cap);
+		struct account_gpu *g = add_gpu(out, &cap);
 		g->index = (int)n->index;
 		g->nvml = n;
 		if (n->handle_rc == 0 && n->minor_rc == 0)
@@ -234,7 +235,7 @@ void account_build(const struct nvml_info *nv, const struct holders_scan *s, con
 	for (size_t t = 0; t < s->ntargets; t++) {
 		if (s->targets[t].gpu_minor < 0 || used[t] || strcmp(s->targets[t].kind, "gpu"))
 			continue;
-		struct acct_gpu *g = add_gpu(out, &cap);
+		struct account_gpu *g = add_gpu(out, &cap);
 		g->minor = s->targets[t].gpu_minor;
 		g->target = &s->targets[t];
 		g->bus_id = g->target->bus_id;
@@ -258,7 +259,13 @@ void account_build(const struct nvml_info *nv, const struct holders_scan *s, con
 	}
 }
 
-void account_free(struct acct *a)
+void account_from_snapshot(const struct snapshot *s, struct account *out)
+{
+	/* account_build matches `others` to NVML's PIDs only in the host's PID namespace. */
+	account_build(s->nvml_asked ? &s->nvml : NULL, &s->scan, s->others, s->nothers, s->host_pidns, out);
+}
+
+void account_free(struct account *a)
 {
 	if (!a)
 		return;
@@ -280,12 +287,12 @@ static int dev_minor(const char *sel)
 	return -1;
 }
 
-int account_select(const struct acct *a, const char *sel)
+int account_select(const struct account *a, const char *sel)
 {
 	unsigned long long k;
 	if (parse_uint(sel, &k)) {
 		for (size_t i = 0; i < a->ngpus; i++) {
-			const struct acct_gpu *g = &a->gpus[i];
+			const struct account_gpu *g = &a->gpus[i];
 			if (g->index >= 0 ? (unsigned long long)g->index == k
 					  : (g->minor >= 0 && (unsigned long long)g->minor == k))
 				return (int)i;
@@ -296,7 +303,7 @@ int account_select(const struct acct *a, const char *sel)
 		int found = -1;
 		size_t n = strlen(sel);
 		for (size_t i = 0; i < a->ngpus; i++) {
-			const struct acct_gpu *g = &a->gpus[i];
+			const struct account_gpu *g = &a->gpus[i];
 			if (!g->nvml || g->nvml->uuid_rc != 0)
 				continue;
 			if (strcasecmp(g->nvml->uuid, sel) == 0)
@@ -324,16 +331,24 @@ int account_select(const struct acct *a, const char *sel)
 	return -1;
 }
 
-const char *account_kind_name(enum acct_kind k)
+char *account_select_error(const struct account *a, const char *sel, int rc)
+{
+	if (rc == -2)
+		return xasprintf("'%s' matches more than one GPU's UUID; give more of it", sel);
+	return xasprintf("no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., PCI bus id "
+			 "0000:65:00.0, /dev/nvidiaN)", sel, a->ngpus, a->ngpus == 1 ? "" : "s");
+}
+
+const char *account_kind_name(enum account_kind k)
 {
 	switch (k) {
-	case ACCT_ATTRIBUTED: return "attributed";
-	case ACCT_OUTSIDE: return "outside_namespace";
-	case ACCT_EXITED: return "exited";
-	case ACCT_INHERITED: return "inherited";
-	case ACCT_UNMATCHED: return "unmatched";
-	case ACCT_DEVICE_ONLY: return "device_only";
-	case ACCT_UNKNOWN: return "memory_unknown";
+	case ACCOUNT_ATTRIBUTED: return "attributed";
+	case ACCOUNT_OUTSIDE: return "outside_namespace";
+	case ACCOUNT_EXITED: return "exited";
+	case ACCOUNT_INHERITED: return "inherited";
+	case ACCOUNT_UNMATCHED: return "unmatched";
+	case ACCOUNT_DEVICE_ONLY: return "device_only";
+	case ACCOUNT_UNKNOWN: return "memory_unknown";
 	}
 	return "unknown";
 }

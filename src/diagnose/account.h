@@ -13,26 +13,26 @@
 
 /* Unattributed memory above this, seen from a child PID namespace, is held outside it: one CUDA
  * context alone takes about 500 MiB on an H200, while the driver's own use stays near 10 MiB. */
-#define ACCT_HIDDEN_MIN_BYTES (256ull << 20)
+#define ACCOUNT_HIDDEN_MIN_BYTES (256ull << 20)
 
 /* What one row of a GPU's account is. */
-enum acct_kind {
-	ACCT_ATTRIBUTED,   /* NVML lists it (memory known or unknown) and it is in this /proc */
-	ACCT_OUTSIDE,      /* NVML's host PID is not in this /proc, which is a child PID namespace's */
-	ACCT_EXITED,       /* NVML's PID is not in this /proc, which is the host's: the creator exited and
+enum account_kind {
+	ACCOUNT_ATTRIBUTED,   /* NVML lists it (memory known or unknown) and it is in this /proc */
+	ACCOUNT_OUTSIDE,      /* NVML's host PID is not in this /proc, which is a child PID namespace's */
+	ACCOUNT_EXITED,       /* NVML's PID is not in this /proc, which is the host's: the creator exited and
 			    * its device files live on in processes that inherited them */
-	ACCT_INHERITED,    /* holds the GPU node, no NVML entry, and this GPU has ACCT_EXITED rows: the
+	ACCOUNT_INHERITED,    /* holds the GPU node, no NVML entry, and this GPU has ACCOUNT_EXITED rows: the
 			    * likely heirs of their memory */
-	ACCT_UNMATCHED,    /* child namespace: holds the GPU node, no NVML entry under its local PID, and
-			    * this GPU has ACCT_OUTSIDE rows: its memory may be among them (NVML names
+	ACCOUNT_UNMATCHED,    /* child namespace: holds the GPU node, no NVML entry under its local PID, and
+			    * this GPU has ACCOUNT_OUTSIDE rows: its memory may be among them (NVML names
 			    * host PIDs, which a child namespace cannot map) */
-	ACCT_DEVICE_ONLY,  /* holds the GPU node; NVML listed this GPU's processes and not this one */
-	ACCT_UNKNOWN,      /* holds the GPU node; NVML could not list this GPU's processes */
+	ACCOUNT_DEVICE_ONLY,  /* holds the GPU node; NVML listed this GPU's processes and not this one */
+	ACCOUNT_UNKNOWN,      /* holds the GPU node; NVML could not list this GPU's processes */
 };
 
 /* One row: a process with its memory on one GPU. */
-struct acct_proc {
-	enum acct_kind kind;
+struct account_proc {
+	enum account_kind kind;
 	int pid;                       /* this /proc's PID; NVML's PID for OUTSIDE and EXITED */
 	int host_pid;                  /* NVML's PID when NVML listed it; else pid when this /proc is the
 					* host's; else -1 (unknown) */
@@ -45,7 +45,7 @@ struct acct_proc {
 };
 
 /* One GPU, as NVML and /dev know it. */
-struct acct_gpu {
+struct account_gpu {
 	int index;                     /* NVML's index; -1 when NVML does not know this GPU */
 	int minor;                     /* /dev/nvidiaN's N; -1 unknown */
 	const struct nvml_gpu *nvml;   /* borrowed; NULL when NVML does not know this GPU */
@@ -59,19 +59,19 @@ struct acct_gpu {
 	bool unattributed_known;       /* mem_known and procs_known */
 	unsigned long long unattributed_bytes; /* used - attributed, 0 when attributed exceeds used */
 	bool over_attributed;          /* attributed > used: the two were read moments apart */
-	bool hidden_outside;           /* child PID namespace and at least ACCT_HIDDEN_MIN_BYTES
+	bool hidden_outside;           /* child PID namespace and at least ACCOUNT_HIDDEN_MIN_BYTES
 					* unattributed: the driver lists only the caller's namespace's
 					* processes (seen on driver 580), so this memory is held by processes
 					* outside it that NVML does not even name here */
-	struct acct_proc *procs;       /* NVML rows by memory (largest first, unknown last), then
+	struct account_proc *procs;       /* NVML rows by memory (largest first, unknown last), then
 					* INHERITED/UNMATCHED, UNKNOWN, DEVICE_ONLY by pid */
 	size_t nprocs;
 };
 
-struct acct {
+struct account {
 	bool host_pidns;               /* this /proc is the host's PID namespace */
 	bool nvml_ok;                  /* NVML answered */
-	struct acct_gpu *gpus;         /* NVML's GPUs in index order, then /dev-only GPUs by minor */
+	struct account_gpu *gpus;         /* NVML's GPUs in index order, then /dev-only GPUs by minor */
 	size_t ngpus;
 	const struct holder **others;  /* hold NVIDIA nodes, but no GPU node and no NVML entry */
 	size_t nothers;
@@ -84,19 +84,30 @@ struct acct {
  * holds an NVIDIA node (a bare number match across namespaces would be a coincidence).
  * Everything in *out borrows from nv, s and extra, which must outlive it. Free with account_free. */
 void account_build(const struct nvml_info *nv, const struct holders_scan *s, const struct proc_info *extra,
-		   size_t nextra, bool host_pidns, struct acct *out);
+		   size_t nextra, bool host_pidns, struct account *out);
+
+struct snapshot;
+
+/* The account of a snapshot: account_build over what its NVML said (when NVML was asked), its
+ * holder scan, and its other processes. The one way every command and module joins a snapshot;
+ * *out borrows from s. Free with account_free. */
+void account_from_snapshot(const struct snapshot *s, struct account *out);
 
 /* Frees what account_build allocated; accepts NULL. */
-void account_free(struct acct *a);
+void account_free(struct account *a);
 
 /* Finds the GPU a selector names: an index ("0": NVML's index, or the minor when NVML does not know
  * the GPU), a UUID ("GPU-…", case-insensitive, a unique prefix will do), a PCI bus id ("0000:65:00.0"
  * or "00000000:65:00.0", case-insensitive) or a device path ("/dev/nvidia0", or "nvidia0").
  * Returns the index into a->gpus, -1 when no GPU matches, -2 when a UUID prefix matches several. */
-int account_select(const struct acct *a, const char *sel);
+int account_select(const struct account *a, const char *sel);
+
+/* What to tell the user when account_select(a, sel) returned rc (-1 or -2): one line, malloc'ed,
+ * quoting sel raw (escape it before a terminal). */
+char *account_select_error(const struct account *a, const char *sel, int rc);
 
 /* The JSON/text name of a kind: "attributed", "outside_namespace", "exited", "inherited",
  * "unmatched", "device_only", "memory_unknown". */
-const char *account_kind_name(enum acct_kind k);
+const char *account_kind_name(enum account_kind k);
 
 #endif

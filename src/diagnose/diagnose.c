@@ -21,11 +21,11 @@ struct ctx {
 };
 
 static struct finding *add_finding(struct ctx *c, const char *verdict, enum diag_severity sev,
-				   const struct acct_gpu *g, const char *fmt, ...)
+				   const struct account_gpu *g, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
 static struct finding *add_finding(struct ctx *c, const char *verdict, enum diag_severity sev,
-				   const struct acct_gpu *g, const char *fmt, ...)
+				   const struct account_gpu *g, const char *fmt, ...)
 {
 	struct diagnosis *d = c->d;
 	xgrow(&d->findings, &c->cap, d->nfindings + 1, sizeof *d->findings);
@@ -87,7 +87,7 @@ static char *pid_args(const int *pids, size_t n)
 
 /* "GPU 0", or "GPU (minor 3)" when NVML does not know it. Static buffer per call site is enough:
  * callers use it at once. */
-static const char *gpu_name(const struct acct_gpu *g, char *buf, size_t n)
+static const char *gpu_name(const struct account_gpu *g, char *buf, size_t n)
 {
 	if (g->index >= 0)
 		snprintf(buf, n, "GPU %d", g->index);
@@ -97,7 +97,7 @@ static const char *gpu_name(const struct acct_gpu *g, char *buf, size_t n)
 }
 
 /* What `gpuwho free`/`nvidia-smi -i` take for this GPU: the index, else the device path. */
-static char *gpu_selector(const struct acct_gpu *g)
+static char *gpu_selector(const struct account_gpu *g)
 {
 	if (g->index >= 0)
 		return xasprintf("%d", g->index);
@@ -146,14 +146,14 @@ static char *short_cmdline(const struct proc_info *p)
 }
 
 /* The memory of one account row, as text. */
-static const char *row_mem(const struct acct_proc *r, char *buf, size_t n)
+static const char *row_mem(const struct account_proc *r, char *buf, size_t n)
 {
 	if (r->used_known)
 		return fmt_mib(buf, n, r->used_bytes);
 	switch (r->kind) {
-	case ACCT_UNMATCHED: return "memory unmapped (NVML names host PIDs)";
-	case ACCT_DEVICE_ONLY: return "no GPU memory";
-	case ACCT_INHERITED: return "memory of an exited PID";
+	case ACCOUNT_UNMATCHED: return "memory unmapped (NVML names host PIDs)";
+	case ACCOUNT_DEVICE_ONLY: return "no GPU memory";
+	case ACCOUNT_INHERITED: return "memory of an exited PID";
 	default: return "memory unknown";
 	}
 }
@@ -290,7 +290,7 @@ static bool orphan_of(const struct snapshot *s, const struct proc_info *p, struc
 	return adopted;
 }
 
-static enum cls classify(const struct snapshot *s, const struct acct_proc *r, struct orphan_info *o)
+static enum cls classify(const struct snapshot *s, const struct account_proc *r, struct orphan_info *o)
 {
 	const struct proc_info *p = r->info;
 	if (is_stuck(p))
@@ -299,17 +299,17 @@ static enum cls classify(const struct snapshot *s, const struct acct_proc *r, st
 		return p->nthreads > 1 ? CLS_ZOMBIE_LEADER : CLS_ZOMBIE;
 	if (p->state == 'T' || p->state == 't')
 		return CLS_STOPPED;
-	if (r->kind == ACCT_INHERITED)
+	if (r->kind == ACCOUNT_INHERITED)
 		return CLS_INHERITED;
-	if (r->kind != ACCT_DEVICE_ONLY && orphan_of(s, p, o))
+	if (r->kind != ACCOUNT_DEVICE_ONLY && orphan_of(s, p, o))
 		return CLS_ORPHAN;
 	return CLS_LIVE;
 }
 
 /* True when the row may carry GPU memory (not a holder NVML says has none). */
-static bool carries_memory(const struct acct_proc *r)
+static bool carries_memory(const struct account_proc *r)
 {
-	return r->info && r->kind != ACCT_DEVICE_ONLY;
+	return r->info && r->kind != ACCOUNT_DEVICE_ONLY;
 }
 
 /* The parent of p as "PID 4121 (python3)", or "PID 1" when it cannot be seen. */
@@ -347,7 +347,7 @@ static void ev_uncertain(struct ctx *c, struct finding *f)
 
 /* Names what would stop `nvidia-smi --gpu-reset -i N` now: processes holding any NVIDIA node
  * (the reset needs none: monitoring tools and nvidia-persistenced count), persistence mode, MIG. */
-static void ev_reset_blockers(struct ctx *c, struct finding *f, const struct acct_gpu *g)
+static void ev_reset_blockers(struct ctx *c, struct finding *f, const struct account_gpu *g)
 {
 	const struct holders_scan *sc = &c->s->scan;
 	size_t n = 0;
@@ -379,7 +379,7 @@ static void ev_reset_blockers(struct ctx *c, struct finding *f, const struct acc
 }
 
 /* "NVML: 96,413 MiB used of 97,887 MiB". */
-static void ev_memory(struct finding *f, const struct acct_gpu *g)
+static void ev_memory(struct finding *f, const struct account_gpu *g)
 {
 	char a[48], b[48], u[48];
 	if (!g->mem_known) {
@@ -399,12 +399,12 @@ static void ev_memory(struct finding *f, const struct acct_gpu *g)
 /* ---------- per-GPU verdicts ---------- */
 
 struct gpu_rows {
-	const struct acct_proc **r[7];   /* rows per class */
+	const struct account_proc **r[7];   /* rows per class */
 	size_t n[7];
 	struct orphan_info *orph;        /* parallel to r[CLS_ORPHAN] */
 };
 
-static void rows_add(struct gpu_rows *gr, enum cls k, const struct acct_proc *r, const struct orphan_info *o)
+static void rows_add(struct gpu_rows *gr, enum cls k, const struct account_proc *r, const struct orphan_info *o)
 {
 	gr->r[k] = xrealloc(gr->r[k], (gr->n[k] + 1) * sizeof *gr->r[k]);
 	if (k == CLS_ORPHAN) {
@@ -422,7 +422,7 @@ static void rows_free(struct gpu_rows *gr)
 }
 
 /* Sum of the known memory of rows; *unknown set when some row's memory is unknown. */
-static unsigned long long rows_bytes(const struct acct_proc *const *r, size_t n, bool *unknown)
+static unsigned long long rows_bytes(const struct account_proc *const *r, size_t n, bool *unknown)
 {
 	unsigned long long sum = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -444,7 +444,7 @@ static char *amount(unsigned long long bytes, bool unknown)
 }
 
 /* One evidence line per row: "PID 5001 (sglang::scheduler_TP0): state S, 4 threads, 11,904 MiB, parent PID 1 (systemd) — CMD". */
-static void ev_rows(struct ctx *c, struct finding *f, const struct acct_proc *const *r, size_t n)
+static void ev_rows(struct ctx *c, struct finding *f, const struct account_proc *const *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		add_pid(f, r[i]->pid);
@@ -466,7 +466,7 @@ static void ev_rows(struct ctx *c, struct finding *f, const struct acct_proc *co
 		ev(f, "and %zu more", n - LIST_MAX);
 }
 
-static void verdict_stuck(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r, size_t n)
+static void verdict_stuck(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n)
 {
 	char gn[32];
 	char *sel = gpu_selector(g);
@@ -498,7 +498,7 @@ static void verdict_stuck(struct ctx *c, const struct acct_gpu *g, const struct 
 	free(sel);
 }
 
-static void verdict_zombie_leader(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r,
+static void verdict_zombie_leader(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r,
 				  size_t n)
 {
 	char gn[32];
@@ -539,7 +539,7 @@ static void verdict_zombie_leader(struct ctx *c, const struct acct_gpu *g, const
 	free(pids);
 }
 
-static void verdict_stopped(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r, size_t n)
+static void verdict_stopped(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n)
 {
 	char gn[32];
 	bool unknown = false;
@@ -561,7 +561,7 @@ static void verdict_stopped(struct ctx *c, const struct acct_gpu *g, const struc
 	free(pids);
 }
 
-static void verdict_inherited(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r, size_t n)
+static void verdict_inherited(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n)
 {
 	char gn[32], mb[48];
 	/* The exited PIDs NVML still lists on this GPU, and their memory. */
@@ -570,8 +570,8 @@ static void verdict_inherited(struct ctx *c, const struct acct_gpu *g, const str
 	char *dead = xstrdup("");
 	size_t ndead = 0;
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *e = &g->procs[i];
-		if (e->kind != ACCT_EXITED)
+		const struct account_proc *e = &g->procs[i];
+		if (e->kind != ACCOUNT_EXITED)
 			continue;
 		if (e->used_known)
 			bytes += e->used_bytes;
@@ -589,8 +589,8 @@ static void verdict_inherited(struct ctx *c, const struct acct_gpu *g, const str
 	free(pd);
 	free(amt);
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *e = &g->procs[i];
-		if (e->kind == ACCT_EXITED)
+		const struct account_proc *e = &g->procs[i];
+		if (e->kind == ACCOUNT_EXITED)
 			ev(f, "NVML lists PID %d with %s; no such process exists (this /proc is the host's PID namespace)",
 			   e->pid, e->used_known ? fmt_mib(mb, sizeof mb, e->used_bytes) : "memory of unknown size");
 	}
@@ -607,7 +607,7 @@ static void verdict_inherited(struct ctx *c, const struct acct_gpu *g, const str
 	free(dead);
 }
 
-static void verdict_orphans(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r, size_t n,
+static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n,
 			    const struct orphan_info *o)
 {
 	const struct snapshot *s = c->s;
@@ -696,7 +696,7 @@ static void verdict_orphans(struct ctx *c, const struct acct_gpu *g, const struc
 	free(sel);
 }
 
-static void verdict_in_use(struct ctx *c, const struct acct_gpu *g, const struct acct_proc *const *r, size_t n,
+static void verdict_in_use(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n,
 			   bool other_findings)
 {
 	char gn[32], a[48];
@@ -711,8 +711,8 @@ static void verdict_in_use(struct ctx *c, const struct acct_gpu *g, const struct
 	ev_rows(c, f, r, n);
 	size_t ndev = 0;
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *d = &g->procs[i];
-		if (d->kind != ACCT_DEVICE_ONLY || !d->info || is_stuck(d->info))
+		const struct account_proc *d = &g->procs[i];
+		if (d->kind != ACCOUNT_DEVICE_ONLY || !d->info || is_stuck(d->info))
 			continue;
 		if (ndev++ < LIST_MAX) {
 			char *pd = pdesc(d->info);
@@ -727,7 +727,7 @@ static void verdict_in_use(struct ctx *c, const struct acct_gpu *g, const struct
 		"started (their service, job or container).");
 }
 
-static void verdict_outside(struct ctx *c, const struct acct_gpu *g)
+static void verdict_outside(struct ctx *c, const struct account_gpu *g)
 {
 	const struct snapshot *s = c->s;
 	char gn[32], mb[48];
@@ -735,8 +735,8 @@ static void verdict_outside(struct ctx *c, const struct acct_gpu *g)
 	bool unknown = false;
 	size_t nout = 0;
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
-		if (r->kind != ACCT_OUTSIDE)
+		const struct account_proc *r = &g->procs[i];
+		if (r->kind != ACCOUNT_OUTSIDE)
 			continue;
 		nout++;
 		if (r->used_known)
@@ -756,8 +756,8 @@ static void verdict_outside(struct ctx *c, const struct acct_gpu *g)
 	   "other containers are invisible here");
 	ev_memory(f, g);
 	for (size_t i = 0, k = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
-		if (r->kind != ACCT_OUTSIDE || k++ >= LIST_MAX)
+		const struct account_proc *r = &g->procs[i];
+		if (r->kind != ACCOUNT_OUTSIDE || k++ >= LIST_MAX)
 			continue;
 		ev(f, "NVML lists host PID %d with %s; no process here has that PID (NVML names host PIDs)", r->pid,
 		   r->used_known ? fmt_mib(mb, sizeof mb, r->used_bytes) : "memory of unknown size");
@@ -770,7 +770,7 @@ static void verdict_outside(struct ctx *c, const struct acct_gpu *g)
 		   fmt_mib(mb, sizeof mb, g->unattributed_bytes));
 	size_t nhere = 0;
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
+		const struct account_proc *r = &g->procs[i];
 		if (!r->info)
 			continue;
 		if (nhere++ < LIST_MAX) {
@@ -797,19 +797,19 @@ static void verdict_outside(struct ctx *c, const struct acct_gpu *g)
 
 /* Memory no visible process accounts for, on the host: the GPU's unattributed memory plus what
  * NVML lists for PIDs that exited when nobody inherited their files. */
-static unsigned long long unheld_bytes(const struct acct_gpu *g)
+static unsigned long long unheld_bytes(const struct account_gpu *g)
 {
 	unsigned long long b = g->unattributed_bytes;
 	bool heirs = false;
 	for (size_t i = 0; i < g->nprocs; i++)
-		heirs |= g->procs[i].kind == ACCT_INHERITED;
+		heirs |= g->procs[i].kind == ACCOUNT_INHERITED;
 	for (size_t i = 0; i < g->nprocs && !heirs; i++)
-		if (g->procs[i].kind == ACCT_EXITED && g->procs[i].used_known)
+		if (g->procs[i].kind == ACCOUNT_EXITED && g->procs[i].used_known)
 			b += g->procs[i].used_bytes;
 	return b;
 }
 
-static void verdict_no_holder(struct ctx *c, const struct acct_gpu *g, unsigned long long unheld)
+static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsigned long long unheld)
 {
 	const struct snapshot *s = c->s;
 	char gn[32], a[48], b[48];
@@ -842,8 +842,8 @@ static void verdict_no_holder(struct ctx *c, const struct acct_gpu *g, unsigned 
 						  : "a driver-level leak; only a reset frees it");
 	ev_memory(f, g);
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
-		if (r->kind == ACCT_EXITED)
+		const struct account_proc *r = &g->procs[i];
+		if (r->kind == ACCOUNT_EXITED)
 			ev(f, "NVML lists PID %d with %s; it has exited and no process holds its device files", r->pid,
 			   r->used_known ? fmt_mib(b, sizeof b, r->used_bytes) : "memory of unknown size");
 	}
@@ -867,7 +867,7 @@ static void verdict_no_holder(struct ctx *c, const struct acct_gpu *g, unsigned 
 	free(sel);
 }
 
-static void verdict_health(struct ctx *c, const struct acct_gpu *g)
+static void verdict_health(struct ctx *c, const struct account_gpu *g)
 {
 	const struct nvml_gpu *n = g->nvml;
 	if (!n)
@@ -917,14 +917,14 @@ static void verdict_health(struct ctx *c, const struct acct_gpu *g)
 }
 
 /* Everything about one GPU. */
-static void diagnose_gpu(struct ctx *c, const struct acct_gpu *g)
+static void diagnose_gpu(struct ctx *c, const struct account_gpu *g)
 {
 	const struct snapshot *s = c->s;
 	size_t before = c->d->nfindings;
 	struct gpu_rows gr;
 	memset(&gr, 0, sizeof gr);
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
+		const struct account_proc *r = &g->procs[i];
 		if (!r->info)
 			continue;
 		struct orphan_info o = {0};
@@ -947,13 +947,13 @@ static void diagnose_gpu(struct ctx *c, const struct acct_gpu *g)
 		verdict_orphans(c, g, gr.r[CLS_ORPHAN], gr.n[CLS_ORPHAN], gr.orph);
 	bool outside = false;
 	for (size_t i = 0; i < g->nprocs; i++)
-		outside |= g->procs[i].kind == ACCT_OUTSIDE;
+		outside |= g->procs[i].kind == ACCOUNT_OUTSIDE;
 	if (!s->host_pidns && (outside || g->hidden_outside))
 		verdict_outside(c, g);
 	/* Live holders; plain zombies NVML still lists are counted with them (their evidence says Z). */
 	size_t nlive = gr.n[CLS_LIVE] + gr.n[CLS_ZOMBIE];
 	if (nlive) {
-		const struct acct_proc **live = xcalloc(nlive, sizeof *live);
+		const struct account_proc **live = xcalloc(nlive, sizeof *live);
 		memcpy(live, gr.r[CLS_LIVE], gr.n[CLS_LIVE] * sizeof *live);
 		if (gr.n[CLS_ZOMBIE])
 			memcpy(live + gr.n[CLS_LIVE], gr.r[CLS_ZOMBIE], gr.n[CLS_ZOMBIE] * sizeof *live);
@@ -1261,7 +1261,7 @@ static bool goes_before(const struct finding *x, const struct finding *y)
 void diagnose(const struct snapshot *s, struct diagnosis *out)
 {
 	memset(out, 0, sizeof *out);
-	account_build(s->nvml_asked ? &s->nvml : NULL, &s->scan, s->others, s->nothers, s->host_pidns, &out->acct);
+	account_from_snapshot(s, &out->acct);
 	out->uncertain = s->scan.ndenied || s->scan.ntimed_out;
 	struct ctx c = {.s = s, .d = out};
 	for (size_t i = 0; i < out->acct.ngpus; i++)
@@ -1282,7 +1282,7 @@ void diagnose(const struct snapshot *s, struct diagnosis *out)
 	}
 }
 
-void diagnosis_free(struct diagnosis *d)
+void diag_free(struct diagnosis *d)
 {
 	if (!d)
 		return;

@@ -13,7 +13,7 @@
 /* Memory with no holder above this is more than the driver's own use: NVML's v2 used excludes the
  * reserve, and what the driver keeps besides stays near 10 MiB, while one CUDA context alone takes
  * about 500 MiB on an H200 (the same bound ps uses for memory hidden outside a PID namespace). */
-#define DIAG_UNHELD_MIN_BYTES ACCT_HIDDEN_MIN_BYTES
+#define DIAG_UNHELD_MIN_BYTES ACCOUNT_HIDDEN_MIN_BYTES
 
 /* A drop of used memory between the two samples at least this large means memory is being
  * released (a holder that just exited, a context being torn down): not a leak yet. */
@@ -52,7 +52,7 @@ struct finding {
 };
 
 struct diagnosis {
-	struct acct acct;         /* the per-GPU memory join it rests on (borrows from the snapshot) */
+	struct account acct;         /* the per-GPU memory join it rests on (borrows from the snapshot) */
 	struct finding *findings; /* GPU findings in acct.gpus order, worst first within a GPU; then the
 				   * host-wide ones */
 	size_t nfindings;
@@ -60,11 +60,11 @@ struct diagnosis {
 };
 
 /* Diagnoses s. *out borrows from s (through out->acct), which must outlive it; free it with
- * diagnosis_free. Never fails: a snapshot with nothing in it gives findings that say so. */
+ * diag_free. Never fails: a snapshot with nothing in it gives findings that say so. */
 void diagnose(const struct snapshot *s, struct diagnosis *out);
 
 /* Frees what diagnose allocated; accepts NULL. */
-void diagnosis_free(struct diagnosis *d);
+void diag_free(struct diagnosis *d);
 
 /* "ok", "info", "warning", "action". */
 const char *diag_severity_name(enum diag_severity sev);

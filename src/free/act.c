@@ -237,10 +237,10 @@ static bool arm(int procfd, const struct free_proc *fp, struct victim *v, struct
 }
 
 /* Which GPU of the re-collected account is plan GPU g: by UUID when NVML named both, else minor. */
-static long match_gpu(const struct acct *after, const struct acct_gpu *g)
+static long match_gpu(const struct account *after, const struct account_gpu *g)
 {
 	for (size_t i = 0; i < after->ngpus; i++) {
-		const struct acct_gpu *a = &after->gpus[i];
+		const struct account_gpu *a = &after->gpus[i];
 		if (g->nvml && a->nvml && g->nvml->uuid_rc == 0 && a->nvml->uuid_rc == 0) {
 			if (!strcmp(g->nvml->uuid, a->nvml->uuid))
 				return (long)i;
@@ -252,17 +252,17 @@ static long match_gpu(const struct acct *after, const struct acct_gpu *g)
 }
 
 /* Row kinds that stand for memory somebody still has. */
-static bool row_has_memory(const struct acct_proc *row)
+static bool row_has_memory(const struct account_proc *row)
 {
 	switch (row->kind) {
-	case ACCT_ATTRIBUTED:
-	case ACCT_OUTSIDE:
-	case ACCT_EXITED:
-	case ACCT_INHERITED:
-	case ACCT_UNMATCHED:
-	case ACCT_UNKNOWN:
+	case ACCOUNT_ATTRIBUTED:
+	case ACCOUNT_OUTSIDE:
+	case ACCOUNT_EXITED:
+	case ACCOUNT_INHERITED:
+	case ACCOUNT_UNMATCHED:
+	case ACCOUNT_UNKNOWN:
 		return true;
-	case ACCT_DEVICE_ONLY:
+	case ACCOUNT_DEVICE_ONLY:
 		return false;
 	}
 	return true;
@@ -288,12 +288,12 @@ static bool judge_after(const struct free_plan *plan, struct free_report *r)
 			all = false;
 			continue;
 		}
-		const struct acct_gpu *a = &r->after_acct.gpus[k];
+		const struct account_gpu *a = &r->after_acct.gpus[k];
 		ga->seen = true;
 		ga->mem_known = a->mem_known;
 		ga->used_bytes = a->used_bytes;
 		for (size_t p = 0; p < a->nprocs; p++) {
-			const struct acct_proc *row = &a->procs[p];
+			const struct account_proc *row = &a->procs[p];
 			ga->holders = xrealloc(ga->holders, (ga->nholders + 1) * sizeof *ga->holders);
 			ga->holders[ga->nholders++] = row->pid;
 			if (row_has_memory(row)) {
@@ -323,9 +323,7 @@ static void verify(const struct free_plan *plan, const struct free_act_opts *o, 
 		if (o->collect(o->collect_ctx, &r->after) != 0)
 			return;
 		r->after_ok = true;
-		const struct snapshot *s = &r->after;
-		account_build(s->nvml_asked ? &s->nvml : NULL, &s->scan, s->host_pidns ? s->others : NULL,
-			      s->host_pidns ? s->nothers : 0, s->host_pidns, &r->after_acct);
+		account_from_snapshot(&r->after, &r->after_acct);
 		r->all_free = judge_after(plan, r);
 		if (r->all_free || now_ns() >= deadline_ns)
 			return;
@@ -499,7 +497,7 @@ void free_act(const struct free_plan *plan, const struct free_act_opts *o, struc
 	r->elapsed_s = secs(t0);
 }
 
-void free_report_free(struct free_report *r)
+void free_report_release(struct free_report *r)
 {
 	if (!r)
 		return;
@@ -532,14 +530,14 @@ void free_reset_blockers(const struct free_report *r, const struct free_plan *pl
 		strv_push(lines, n, xstrdup("the GPU was not found again"));
 		return;
 	}
-	const struct acct_gpu *a = &r->after_acct.gpus[k];
+	const struct account_gpu *a = &r->after_acct.gpus[k];
 	for (size_t p = 0; p < a->nprocs; p++) {
-		const struct acct_proc *row = &a->procs[p];
+		const struct account_proc *row = &a->procs[p];
 		const char *comm = row->info && row->info->comm ? row->info->comm : "?";
 		strv_push(lines, n, xasprintf("PID %d (%s) %s", row->pid, comm,
-					      row->kind == ACCT_DEVICE_ONLY ? "holds the device"
-					      : row->kind == ACCT_OUTSIDE ? "has memory on it, outside this PID namespace"
-					      : row->kind == ACCT_EXITED ? "is still listed by NVML with memory on it"
+					      row->kind == ACCOUNT_DEVICE_ONLY ? "holds the device"
+					      : row->kind == ACCOUNT_OUTSIDE ? "has memory on it, outside this PID namespace"
+					      : row->kind == ACCOUNT_EXITED ? "is still listed by NVML with memory on it"
 									 : "has memory on it"));
 	}
 }

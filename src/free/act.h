@@ -85,7 +85,7 @@ struct free_report {
 	size_t nshm;
 	struct snapshot after;         /* the last look; after_ok when taken */
 	bool after_ok;
-	struct acct after_acct;        /* its account (borrows from after) */
+	struct account after_acct;        /* its account (borrows from after) */
 	bool no_pidfd;                 /* this kernel lacks pidfd_open: kill(2) was used, with a warning */
 	double elapsed_s;
 	bool all_free;                 /* every selected GPU is free */
@@ -95,10 +95,10 @@ struct free_report {
  * nsignal) whose start time still matches, waits up to grace_s for them to exit, SIGKILLs the rest,
  * waits for exits and for memory, re-collecting through o->collect, at most settle_s more; then
  * removes the planned /dev/shm segments that are still leaked. Fills *r (free with
- * free_report_free). Never signals a process whose start time differs from the snapshot's. */
+ * free_report_release). Never signals a process whose start time differs from the snapshot's. */
 void free_act(const struct free_plan *plan, const struct free_act_opts *o, struct free_report *r);
 
-void free_report_free(struct free_report *r);
+void free_report_release(struct free_report *r);
 
 /* The text of an outcome for JSON: "not_signalled", "gone_before", "pid_reused", "not_permitted",
  * "failed", "exited_on_sigterm", "exited_on_sigkill", "still_alive". */

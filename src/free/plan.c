@@ -140,7 +140,7 @@ const char *free_skip_name(enum free_skip k)
 	return "unknown";
 }
 
-char *free_gpu_label(const struct acct_gpu *g)
+char *free_gpu_label(const struct account_gpu *g)
 {
 	if (g->index >= 0)
 		return xasprintf("GPU %d", g->index);
@@ -172,9 +172,9 @@ static bool is_self(const struct snapshot *s, const struct free_plan_opts *o, in
 
 /* Row kinds that mean the process uses the GPU's memory (or may: NVML could not say). A process
  * that only holds the node (DEVICE_ONLY) does not use it: CUDA opens every visible /dev/nvidiaN. */
-static bool row_uses(enum acct_kind k)
+static bool row_uses(enum account_kind k)
 {
-	return k == ACCT_ATTRIBUTED || k == ACCT_INHERITED || k == ACCT_UNMATCHED || k == ACCT_UNKNOWN;
+	return k == ACCOUNT_ATTRIBUTED || k == ACCOUNT_INHERITED || k == ACCOUNT_UNMATCHED || k == ACCOUNT_UNKNOWN;
 }
 
 /* The process's rows in the account: fills the selected GPUs it is on, its memory there, and the
@@ -184,9 +184,9 @@ static bool usage(const struct free_plan *pl, int pid, struct free_proc *fp, lon
 	bool any = false;
 	*unsel = -1;
 	for (size_t g = 0; g < pl->acct.ngpus; g++) {
-		const struct acct_gpu *ag = &pl->acct.gpus[g];
+		const struct account_gpu *ag = &pl->acct.gpus[g];
 		for (size_t r = 0; r < ag->nprocs; r++) {
-			const struct acct_proc *row = &ag->procs[r];
+			const struct account_proc *row = &ag->procs[r];
 			if (!row->info || row->info->pid != pid)
 				continue;
 			any = true;
@@ -439,10 +439,10 @@ static void add_unseen_rows(struct free_plan *pl, const struct snapshot *s)
 	for (size_t g = 0; g < pl->acct.ngpus; g++) {
 		if (!pl->sel[g])
 			continue;
-		const struct acct_gpu *ag = &pl->acct.gpus[g];
+		const struct account_gpu *ag = &pl->acct.gpus[g];
 		for (size_t r = 0; r < ag->nprocs; r++) {
-			const struct acct_proc *row = &ag->procs[r];
-			if (row->kind != ACCT_OUTSIDE && row->kind != ACCT_EXITED)
+			const struct account_proc *row = &ag->procs[r];
+			if (row->kind != ACCOUNT_OUTSIDE && row->kind != ACCOUNT_EXITED)
 				continue;
 			size_t cap = pl->nprocs;
 			xgrow(&pl->procs, &cap, pl->nprocs + 1, sizeof *pl->procs);
@@ -458,7 +458,7 @@ static void add_unseen_rows(struct free_plan *pl, const struct snapshot *s)
 			fp->slots[0] = (int)g;
 			fp->nslots = 1;
 			char *gl = free_gpu_label(ag);
-			if (row->kind == ACCT_OUTSIDE) {
+			if (row->kind == ACCOUNT_OUTSIDE) {
 				fp->role = FREE_ROLE_OUTSIDE;
 				fp->skip = FREE_SKIP_OUTSIDE;
 				fp->why = xasprintf("NVML lists host PID %d on %s", row->pid, gl);
@@ -492,25 +492,25 @@ static void tally_gpus(struct free_plan *pl)
 {
 	for (size_t i = 0; i < pl->ngpus; i++) {
 		struct free_gpu *fg = &pl->gpus[i];
-		const struct acct_gpu *ag = &pl->acct.gpus[fg->slot];
+		const struct account_gpu *ag = &pl->acct.gpus[fg->slot];
 		bool heirs_all = true, heirs_any = false;
 		unsigned long long exited = 0;
 		for (size_t r = 0; r < ag->nprocs; r++) {
-			const struct acct_proc *row = &ag->procs[r];
+			const struct account_proc *row = &ag->procs[r];
 			long k = row->info ? plan_find(pl, row->info->pid) : -1;
 			bool sig = k >= 0 && pl->procs[k].skip == FREE_SIGNAL;
-			if (row->kind == ACCT_EXITED) {
+			if (row->kind == ACCOUNT_EXITED) {
 				if (row->used_known)
 					exited += row->used_bytes;
 				else
 					fg->expect_partial = true;
 				continue;
 			}
-			if (row->kind == ACCT_INHERITED) {
+			if (row->kind == ACCOUNT_INHERITED) {
 				heirs_any = true;
 				heirs_all = heirs_all && sig;
 			}
-			if (row->kind == ACCT_OUTSIDE) {
+			if (row->kind == ACCOUNT_OUTSIDE) {
 				fg->nkept++;
 				fg->expect_partial = true;
 				continue;
@@ -584,7 +584,7 @@ static void plan_notes(struct free_plan *pl, const struct snapshot *s)
 			  xstrdup("this /proc is a child PID namespace's (a container): processes outside it cannot be "
 				  "signalled from here"));
 	for (size_t i = 0; i < pl->ngpus; i++) {
-		const struct acct_gpu *ag = &pl->acct.gpus[pl->gpus[i].slot];
+		const struct account_gpu *ag = &pl->acct.gpus[pl->gpus[i].slot];
 		if (!ag->hidden_outside)
 			continue;
 		char *gl = free_gpu_label(ag);
@@ -601,18 +601,12 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 	memset(out, 0, sizeof *out);
 	*err = NULL;
 	bool host = s->host_pidns;
-	/* NVML's PIDs are this /proc's only in the host's namespace: elsewhere `others` would match
-	 * by coincidence (the same rule as ps). */
-	account_build(s->nvml_asked ? &s->nvml : NULL, &s->scan, host ? s->others : NULL, host ? s->nothers : 0, host,
-		      &out->acct);
+	account_from_snapshot(s, &out->acct);
 	out->sel = xcalloc(out->acct.ngpus + 1, sizeof *out->sel);
 	for (size_t i = 0; i < nsel; i++) {
 		int k = account_select(&out->acct, sels[i]);
 		if (k < 0) {
-			*err = k == -2 ? xasprintf("'%s' matches more than one GPU's UUID; give more of it", sels[i])
-				       : xasprintf("no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., "
-						   "PCI bus id 0000:65:00.0, /dev/nvidiaN)", sels[i], out->acct.ngpus,
-						   out->acct.ngpus == 1 ? "" : "s");
+			*err = account_select_error(&out->acct, sels[i], k);
 			return -1;
 		}
 		out->sel[k] = true;
@@ -629,9 +623,9 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 	for (size_t g = 0; g < out->acct.ngpus; g++) {
 		if (!out->sel[g])
 			continue;
-		const struct acct_gpu *ag = &out->acct.gpus[g];
+		const struct account_gpu *ag = &out->acct.gpus[g];
 		for (size_t r = 0; r < ag->nprocs; r++) {
-			const struct acct_proc *row = &ag->procs[r];
+			const struct account_proc *row = &ag->procs[r];
 			if (!row->info || plan_find(out, row->info->pid) >= 0)
 				continue;
 			size_t k = add_member(out, s, o, row->info, 0);
@@ -670,7 +664,7 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 	return 0;
 }
 
-void free_plan_free(struct free_plan *p)
+void free_plan_release(struct free_plan *p)
 {
 	if (!p)
 		return;

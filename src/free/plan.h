@@ -14,7 +14,7 @@
 /* A selected GPU counts as free when no process holds memory on it and NVML's used memory is below
  * this: the driver's own use stays near 10 MiB while one CUDA context takes about 500 MiB (H200),
  * so anything above it is a context somebody still has (the bound ps uses for hidden memory). */
-#define FREE_DONE_BYTES ACCT_HIDDEN_MIN_BYTES
+#define FREE_DONE_BYTES ACCOUNT_HIDDEN_MIN_BYTES
 
 /* How a process came into the plan. */
 enum free_role {
@@ -89,7 +89,7 @@ struct free_plan_opts {
 };
 
 struct free_plan {
-	struct acct acct;              /* the per-GPU join it rests on (borrows from the snapshot) */
+	struct account acct;              /* the per-GPU join it rests on (borrows from the snapshot) */
 	bool *sel;                     /* acct.ngpus entries: selected */
 	struct free_gpu *gpus;         /* the selected GPUs, in acct order */
 	size_t ngpus;
@@ -105,12 +105,12 @@ struct free_plan {
 
 /* Builds the plan for the GPUs that sels[0..nsel) name (account_select's selectors). Returns 0;
  * or -1 when a selector matches no GPU or several, with *err (malloc'ed) saying which. *out
- * borrows from s, which must outlive it; free it with free_plan_free (also after a failure). */
+ * borrows from s, which must outlive it; free it with free_plan_release (also after a failure). */
 int free_plan_build(const struct snapshot *s, const char *const *sels, size_t nsel, const struct free_plan_opts *o,
 		    struct free_plan *out, char **err);
 
 /* Frees what free_plan_build allocated; accepts NULL. */
-void free_plan_free(struct free_plan *p);
+void free_plan_release(struct free_plan *p);
 
 /* The protected name p matches — "nvidia-persistenced", "nv-hostengine", "dcgm*", "Xorg", ... —
  * by command name or argv[0]'s base name; NULL when none. Static storage. */
@@ -123,6 +123,6 @@ const char *free_role_name(enum free_role r);
 const char *free_skip_name(enum free_skip k);
 
 /* The slot of the GPU in plan->acct a process row belongs to, as "GPU 0" or "/dev/nvidia3" text. */
-char *free_gpu_label(const struct acct_gpu *g);
+char *free_gpu_label(const struct account_gpu *g);
 
 #endif

@@ -89,7 +89,7 @@ static void gpu_headline(FILE *f, const struct free_view *v, size_t i, const str
 {
 	const struct free_plan *p = v->plan;
 	const struct free_gpu *fg = &p->gpus[i];
-	const struct acct_gpu *g = &p->acct.gpus[fg->slot];
+	const struct account_gpu *g = &p->acct.gpus[fg->slot];
 	char *label = free_gpu_label(g);
 	char a[32], b[32], c[32];
 	fprintf(f, "%s%s%s", render_col(o, C_BOLD), label, render_col(o, C_OFF));
@@ -252,7 +252,7 @@ static json_t *proc_json(const struct free_view *v, size_t i)
 	json_object_set_new(o, "via", fp->via ? json_integer(fp->via) : json_null());
 	json_t *g = json_array();
 	for (size_t k = 0; k < fp->nslots; k++) {
-		const struct acct_gpu *ag = &p->acct.gpus[fp->slots[k]];
+		const struct account_gpu *ag = &p->acct.gpus[fp->slots[k]];
 		json_array_append_new(g, ag->index >= 0 ? json_integer(ag->index) : json_null());
 	}
 	json_object_set_new(o, "gpus", g);
@@ -286,7 +286,7 @@ static json_t *gpu_json(const struct free_view *v, size_t i)
 {
 	const struct free_plan *p = v->plan;
 	const struct free_gpu *fg = &p->gpus[i];
-	const struct acct_gpu *g = &p->acct.gpus[fg->slot];
+	const struct account_gpu *g = &p->acct.gpus[fg->slot];
 	json_t *o = json_object();
 	json_object_set_new(o, "index", g->index >= 0 ? json_integer(g->index) : json_null());
 	json_object_set_new(o, "minor", g->minor >= 0 ? json_integer(g->minor) : json_null());

@@ -24,11 +24,11 @@ static const char *mib(char *buf, size_t n, unsigned long long bytes)
 }
 
 /* The PIDs of the GPU's INHERITED rows, "5151, 5152", or NULL when there are none. */
-static char *heirs_list(const struct acct_gpu *g)
+static char *heirs_list(const struct account_gpu *g)
 {
 	char *out = NULL;
 	for (size_t i = 0; i < g->nprocs; i++) {
-		if (g->procs[i].kind != ACCT_INHERITED)
+		if (g->procs[i].kind != ACCOUNT_INHERITED)
 			continue;
 		char *n = out ? xasprintf("%s, %d", out, g->procs[i].pid) : xasprintf("%d", g->procs[i].pid);
 		free(out);
@@ -38,10 +38,10 @@ static char *heirs_list(const struct acct_gpu *g)
 }
 
 /* The sentence that explains a row, or NULL for a plain attributed one. Malloc'ed. */
-static char *row_message(const struct acct_gpu *g, const struct acct_proc *r, const struct holders_scan *s)
+static char *row_message(const struct account_gpu *g, const struct account_proc *r, const struct holders_scan *s)
 {
 	switch (r->kind) {
-	case ACCT_ATTRIBUTED:
+	case ACCOUNT_ATTRIBUTED:
 		if (r->holder)
 			return NULL;
 		for (size_t i = 0; i < s->ndenied; i++)
@@ -51,42 +51,42 @@ static char *row_message(const struct acct_gpu *g, const struct acct_proc *r, co
 			if (s->timed_out[i].pid == r->pid)
 				return xasprintf("NVML lists it; its files were skipped: %s", s->timed_out[i].why);
 		return xstrdup("NVML lists it, but it holds no NVIDIA device node gpuwho could see");
-	case ACCT_OUTSIDE:
+	case ACCOUNT_OUTSIDE:
 		return xasprintf("PID %d not found in this PID namespace: held outside this PID namespace (host PID %d)",
 				 r->pid, r->pid);
-	case ACCT_EXITED: {
+	case ACCOUNT_EXITED: {
 		char *h = heirs_list(g);
 		char *m = xasprintf("PID %d (exited) — memory now held through processes that inherited its device "
 				    "files: %s", r->pid, h ? h : "none visible from here");
 		free(h);
 		return m;
 	}
-	case ACCT_INHERITED:
+	case ACCOUNT_INHERITED:
 		return xstrdup("holds the device with no NVML entry while an exited PID's memory is still in use: "
 			       "likely inherited its device files");
-	case ACCT_UNMATCHED:
+	case ACCOUNT_UNMATCHED:
 		return xstrdup("holds the device; NVML names host PIDs, which this PID namespace cannot map: its "
 			       "memory may be among the host PIDs listed");
-	case ACCT_DEVICE_ONLY:
+	case ACCOUNT_DEVICE_ONLY:
 		return xstrdup("holds the device, no GPU memory");
-	case ACCT_UNKNOWN:
+	case ACCOUNT_UNKNOWN:
 		return xstrdup("holds the device, memory unknown: NVML did not list this GPU's processes");
 	}
 	return NULL;
 }
 
 /* The MEMORY cell. */
-static const char *mem_cell(const struct acct_proc *r, char *buf, size_t n)
+static const char *mem_cell(const struct account_proc *r, char *buf, size_t n)
 {
 	switch (r->kind) {
-	case ACCT_ATTRIBUTED:
-	case ACCT_OUTSIDE:
-	case ACCT_EXITED:
+	case ACCOUNT_ATTRIBUTED:
+	case ACCOUNT_OUTSIDE:
+	case ACCOUNT_EXITED:
 		return r->used_known ? mib(buf, n, r->used_bytes) : "unknown";
-	case ACCT_INHERITED: return "inherited";
-	case ACCT_UNMATCHED: return "unmapped";
-	case ACCT_DEVICE_ONLY: return "none";
-	case ACCT_UNKNOWN: return "unknown";
+	case ACCOUNT_INHERITED: return "inherited";
+	case ACCOUNT_UNMATCHED: return "unmapped";
+	case ACCOUNT_DEVICE_ONLY: return "none";
+	case ACCOUNT_UNKNOWN: return "unknown";
 	}
 	return "?";
 }
@@ -151,7 +151,7 @@ static char *container_cell(const struct proc_info *p)
 }
 
 /* Prints the headline parts of one GPU, wrapped between parts. */
-static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts *o)
+static void headline(FILE *f, const struct account_gpu *g, const struct render_opts *o)
 {
 	char *parts[8];
 	int n = 0;
@@ -204,11 +204,11 @@ static void headline(FILE *f, const struct acct_gpu *g, const struct render_opts
 }
 
 /* The COMMAND cell: the command line, or what stands in for a process we cannot see. */
-static char *command_cell(const struct acct_proc *r)
+static char *command_cell(const struct account_proc *r)
 {
-	if (r->kind == ACCT_OUTSIDE)
+	if (r->kind == ACCOUNT_OUTSIDE)
 		return xasprintf("[held outside this PID namespace (host PID %d)]", r->pid);
-	if (r->kind == ACCT_EXITED)
+	if (r->kind == ACCOUNT_EXITED)
 		return xasprintf("[PID %d exited; see below]", r->pid);
 	if (!r->info)
 		return xstrdup("?");
@@ -218,7 +218,7 @@ static char *command_cell(const struct acct_proc *r)
 	return e;
 }
 
-static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_scan *s, const struct render_opts *o)
+static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders_scan *s, const struct render_opts *o)
 {
 	headline(f, g, o);
 	if (g->nvml && g->nvml->error) {
@@ -262,7 +262,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	fprintf(f, "COMMAND%s\n", render_col(o, C_OFF));
 	unsigned seen = 0;   /* kinds present, for the legend */
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
+		const struct account_proc *r = &g->procs[i];
 		const struct proc_info *p = r->info;
 		seen |= 1u << r->kind;
 		char st[8] = "?", mb[48];
@@ -275,7 +275,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 		if (any_cont)
 			used += fprintf(f, "%-*.*s ", wcont, wcont, conts[i]);
 		char *cmd = command_cell(r);
-		bool special = r->kind == ACCT_OUTSIDE || r->kind == ACCT_EXITED;
+		bool special = r->kind == ACCOUNT_OUTSIDE || r->kind == ACCOUNT_EXITED;
 		fputs(special ? render_col(o, C_YEL) : "", f);
 		if (o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
 			fprintf(f, "%.*s…", o->width - used - 1, cmd);
@@ -289,14 +289,14 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 	free(conts);
 	/* The rows that need a sentence, then a legend for the memory words. */
 	for (size_t i = 0; i < g->nprocs; i++) {
-		const struct acct_proc *r = &g->procs[i];
-		if (r->kind != ACCT_OUTSIDE && r->kind != ACCT_EXITED && !(r->kind == ACCT_ATTRIBUTED && !r->holder))
+		const struct account_proc *r = &g->procs[i];
+		if (r->kind != ACCOUNT_OUTSIDE && r->kind != ACCOUNT_EXITED && !(r->kind == ACCOUNT_ATTRIBUTED && !r->holder))
 			continue;
 		char *m = row_message(g, r, s), mb[48];
 		char *line;
-		if (r->kind == ACCT_ATTRIBUTED)
+		if (r->kind == ACCOUNT_ATTRIBUTED)
 			line = xasprintf("PID %d: %s.", r->pid, m);
-		else if (r->kind == ACCT_EXITED)
+		else if (r->kind == ACCOUNT_EXITED)
 			line = xasprintf("%s. NVML still lists %s for it.", m,
 					 r->used_known ? mib(mb, sizeof mb, r->used_bytes) : "memory of unknown size");
 		else
@@ -307,13 +307,13 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 		free(m);
 		free(line);
 	}
-	static const struct { enum acct_kind k; const char *text; } legend[] = {
-		{ACCT_INHERITED, "inherited: holds the device with no NVML entry while an exited PID's memory is "
+	static const struct { enum account_kind k; const char *text; } legend[] = {
+		{ACCOUNT_INHERITED, "inherited: holds the device with no NVML entry while an exited PID's memory is "
 				 "still in use; it likely inherited that PID's device files."},
-		{ACCT_UNMATCHED, "unmapped: holds the device; NVML names host PIDs, which this PID namespace cannot "
+		{ACCOUNT_UNMATCHED, "unmapped: holds the device; NVML names host PIDs, which this PID namespace cannot "
 				 "map, so its memory may be among the host PIDs above."},
-		{ACCT_DEVICE_ONLY, "none: holds the device, no GPU memory (monitoring tools, the persistence daemon)."},
-		{ACCT_UNKNOWN, "unknown: holds the device, memory unknown (NVML did not list this GPU's processes)."},
+		{ACCOUNT_DEVICE_ONLY, "none: holds the device, no GPU memory (monitoring tools, the persistence daemon)."},
+		{ACCOUNT_UNKNOWN, "unknown: holds the device, memory unknown (NVML did not list this GPU's processes)."},
 	};
 	for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++)
 		if (seen & (1u << legend[i].k)) {
@@ -323,7 +323,7 @@ static void gpu_block(FILE *f, const struct acct_gpu *g, const struct holders_sc
 		}
 }
 
-void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct nvml_info *nv,
+void render_ps_text(FILE *f, const struct account *a, const bool *sel, const struct nvml_info *nv,
 		    const struct holders_scan *s, const struct render_opts *o)
 {
 	bool said = nv == NULL || !nv->loaded || (nv->error && nv->ngpus == 0) || (nv->loaded && !a->host_pidns);
@@ -420,7 +420,7 @@ static json_t *lists_json(unsigned lists)
 	return l;
 }
 
-static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, const struct holders_scan *s)
+static json_t *row_json(const struct account_gpu *g, const struct account_proc *r, const struct holders_scan *s)
 {
 	json_t *o = r->info ? render_proc_json(r->info) : json_object();
 	json_object_set_new(o, "pid", json_integer(r->pid));
@@ -433,10 +433,10 @@ static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, con
 	for (size_t i = 0; r->holder && i < r->holder->nholds; i++)
 		json_array_append_new(holds, json_str_or_null(s->targets[r->holder->holds[i].target].path));
 	json_object_set_new(o, "holds", holds);
-	if (r->kind == ACCT_EXITED) {
+	if (r->kind == ACCOUNT_EXITED) {
 		json_t *h = json_array();
 		for (size_t i = 0; i < g->nprocs; i++)
-			if (g->procs[i].kind == ACCT_INHERITED)
+			if (g->procs[i].kind == ACCOUNT_INHERITED)
 				json_array_append_new(h, json_integer(g->procs[i].pid));
 		json_object_set_new(o, "heirs", h);
 	}
@@ -446,7 +446,7 @@ static json_t *row_json(const struct acct_gpu *g, const struct acct_proc *r, con
 	return o;
 }
 
-static json_t *gpu_json(const struct acct_gpu *g, const struct holders_scan *s)
+static json_t *gpu_json(const struct account_gpu *g, const struct holders_scan *s)
 {
 	const struct nvml_gpu *n = g->nvml;
 	json_t *procs = json_array();
@@ -467,7 +467,7 @@ static json_t *gpu_json(const struct acct_gpu *g, const struct holders_scan *s)
 			 mem, "processes", procs, "error", n ? json_str_or_null(n->error) : json_null());
 }
 
-json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
+json_t *render_ps_json(const struct account *a, const bool *sel, const struct nvml_info *nv,
 		       const struct holders_scan *s)
 {
 	json_t *gpus = json_array();

@@ -38,17 +38,17 @@ json_t *render_holders_json(const struct holders_scan *s);
  * docs/json.md "holders"); never NULL. */
 json_t *render_proc_json(const struct proc_info *p);
 
-struct acct;
+struct account;
 struct nvml_info;
 
 /* Prints `gpuwho ps`: a headline per GPU (used/total, unattributed), then its processes by memory,
  * then what could not be seen. sel[i] says whether a->gpus[i] is shown (NULL: all, plus the holders
  * of control nodes only). nv: what NVML said, or NULL when it was not asked (--no-nvml). */
-void render_ps_text(FILE *f, const struct acct *a, const bool *sel, const struct nvml_info *nv,
+void render_ps_text(FILE *f, const struct account *a, const bool *sel, const struct nvml_info *nv,
 		    const struct holders_scan *s, const struct render_opts *o);
 
 /* Returns `gpuwho ps --json` (docs/json.md, "ps") as a new JSON object; never NULL. */
-json_t *render_ps_json(const struct acct *a, const bool *sel, const struct nvml_info *nv,
+json_t *render_ps_json(const struct account *a, const bool *sel, const struct nvml_info *nv,
 		       const struct holders_scan *s);
 
 struct diagnosis;

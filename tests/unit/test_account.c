@@ -77,7 +77,7 @@ static void add_proc(struct world *w, int gpu, unsigned pid, long long mib)
 						   .lists = NVML_LIST_COMPUTE};
 }
 
-static const struct acct_proc *row(const struct acct_gpu *g, int pid)
+static const struct account_proc *row(const struct account_gpu *g, int pid)
 {
 	for (size_t i = 0; i < g->nprocs; i++)
 		if (g->procs[i].pid == pid)
@@ -96,18 +96,18 @@ static void test_memory_is_attributed_by_pid_and_sorted_and_the_rest_is_unattrib
 	add_proc(&w, 0, 100, 1024);
 	add_proc(&w, 0, 200, 2048);
 	w.gpus[0].mem_used = 4096 * MIB;
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_int_equal(a.ngpus, 2);
-	const struct acct_gpu *g = &a.gpus[0];
+	const struct account_gpu *g = &a.gpus[0];
 	assert_ptr_equal(g->target, &w.targets[T_GPU0]);
 	assert_int_equal(g->nprocs, 3);
 	assert_int_equal(g->procs[0].pid, 200);   /* largest first */
-	assert_int_equal(g->procs[0].kind, ACCT_ATTRIBUTED);
+	assert_int_equal(g->procs[0].kind, ACCOUNT_ATTRIBUTED);
 	assert_ptr_equal(g->procs[0].holder, &w.holders[1]);
 	assert_int_equal(g->procs[1].pid, 100);
 	assert_int_equal(g->procs[2].pid, 300);
-	assert_int_equal(g->procs[2].kind, ACCT_DEVICE_ONLY);
+	assert_int_equal(g->procs[2].kind, ACCOUNT_DEVICE_ONLY);
 	assert_true(g->unattributed_known);
 	assert_int_equal(g->attributed_bytes, 3072 * MIB);
 	assert_int_equal(g->unattributed_bytes, 1024 * MIB);
@@ -125,13 +125,13 @@ static void test_on_the_host_a_missing_pid_exited_and_holders_without_entry_are_
 	add_holder(&w, 5151, T_GPU0, -1);   /* forked child that kept the fds */
 	add_proc(&w, 0, 4242, 3590);        /* the dead parent */
 	w.gpus[0].mem_used = 3590 * MIB;
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
-	const struct acct_gpu *g = &a.gpus[0];
-	assert_int_equal(row(g, 4242)->kind, ACCT_EXITED);
+	const struct account_gpu *g = &a.gpus[0];
+	assert_int_equal(row(g, 4242)->kind, ACCOUNT_EXITED);
 	assert_int_equal(row(g, 4242)->host_pid, 4242);
 	assert_null(row(g, 4242)->info);
-	assert_int_equal(row(g, 5151)->kind, ACCT_INHERITED);
+	assert_int_equal(row(g, 5151)->kind, ACCOUNT_INHERITED);
 	assert_int_equal(row(g, 5151)->host_pid, 5151);
 	assert_int_equal(g->procs[0].pid, 4242);
 	assert_int_equal(g->unattributed_bytes, 0);
@@ -148,14 +148,14 @@ static void test_in_a_child_namespace_a_missing_pid_is_held_outside(void **state
 	w.gpus[0].mem_used = 4623 * MIB;
 	/* A process in extra with NVML's number is a coincidence in a child namespace: ignored. */
 	struct proc_info extra = {.pid = 123456, .state = 'S'};
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, &extra, 1, false, &a);
-	const struct acct_gpu *g = &a.gpus[0];
+	const struct account_gpu *g = &a.gpus[0];
 	assert_false(a.host_pidns);
-	assert_int_equal(row(g, 123456)->kind, ACCT_OUTSIDE);
+	assert_int_equal(row(g, 123456)->kind, ACCOUNT_OUTSIDE);
 	assert_true(row(g, 123456)->used_known);
 	assert_int_equal(row(g, 123456)->used_bytes, 4623 * MIB);
-	assert_int_equal(row(g, 7)->kind, ACCT_UNMATCHED);
+	assert_int_equal(row(g, 7)->kind, ACCOUNT_UNMATCHED);
 	assert_int_equal(row(g, 7)->host_pid, -1);
 	assert_int_equal(g->attributed_bytes, 4623 * MIB);
 	account_free(&a);
@@ -167,10 +167,10 @@ static void test_in_a_child_namespace_without_missing_pids_holders_hold_no_memor
 	struct world w;
 	world_init(&w);
 	add_holder(&w, 7, T_GPU1, -1);
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, false, &a);
 	assert_int_equal(a.gpus[1].nprocs, 1);
-	assert_int_equal(a.gpus[1].procs[0].kind, ACCT_DEVICE_ONLY);
+	assert_int_equal(a.gpus[1].procs[0].kind, ACCOUNT_DEVICE_ONLY);
 	account_free(&a);
 }
 
@@ -182,10 +182,10 @@ static void test_on_the_host_a_pid_that_holds_no_node_is_attributed_from_extra(v
 	add_proc(&w, 1, 900, 100);
 	w.gpus[1].mem_used = 100 * MIB;
 	struct proc_info extra = {.pid = 900, .state = 'S'};
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, &extra, 1, true, &a);
-	const struct acct_proc *r = row(&a.gpus[1], 900);
-	assert_int_equal(r->kind, ACCT_ATTRIBUTED);
+	const struct account_proc *r = row(&a.gpus[1], 900);
+	assert_int_equal(r->kind, ACCOUNT_ATTRIBUTED);
 	assert_ptr_equal(r->info, &extra);
 	assert_null(r->holder);
 	account_free(&a);
@@ -201,9 +201,9 @@ static void test_unknown_memory_is_counted_and_sorted_last_among_nvml_rows(void 
 	add_proc(&w, 0, 10, -1);
 	add_proc(&w, 0, 11, 500);
 	w.gpus[0].mem_used = 2000 * MIB;
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
-	const struct acct_gpu *g = &a.gpus[0];
+	const struct account_gpu *g = &a.gpus[0];
 	assert_int_equal(g->procs[0].pid, 11);
 	assert_int_equal(g->procs[1].pid, 10);
 	assert_false(g->procs[1].used_known);
@@ -220,7 +220,7 @@ static void test_a_sum_above_used_is_flagged_not_negative(void **state)
 	add_holder(&w, 10, T_GPU0, -1);
 	add_proc(&w, 0, 10, 900);
 	w.gpus[0].mem_used = 800 * MIB;
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_true(a.gpus[0].over_attributed);
 	assert_int_equal(a.gpus[0].unattributed_bytes, 0);
@@ -234,14 +234,14 @@ static void test_without_nvml_gpus_come_from_dev_and_memory_is_unknown(void **st
 	world_init(&w);
 	add_holder(&w, 10, T_GPU0, -1);
 	add_holder(&w, 11, T_CTL, -1);
-	struct acct a;
+	struct account a;
 	account_build(NULL, &w.scan, NULL, 0, true, &a);
 	assert_false(a.nvml_ok);
 	assert_int_equal(a.ngpus, 2);
 	assert_int_equal(a.gpus[0].index, -1);
 	assert_int_equal(a.gpus[0].minor, 0);
 	assert_false(a.gpus[0].unattributed_known);
-	assert_int_equal(a.gpus[0].procs[0].kind, ACCT_UNKNOWN);
+	assert_int_equal(a.gpus[0].procs[0].kind, ACCOUNT_UNKNOWN);
 	assert_int_equal(a.nothers, 1);
 	assert_int_equal(a.others[0]->info.pid, 11);
 	assert_int_equal(account_select(&a, "1"), 1);   /* the minor stands in for the index */
@@ -256,12 +256,12 @@ static void test_a_failed_process_list_makes_memory_unknown(void **state)
 	add_holder(&w, 10, T_GPU0, -1);
 	w.gpus[0].list_rc[0] = NVML_E_NO_PERMISSION;
 	w.gpus[0].mem_used = 10 * MIB;
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_false(a.gpus[0].procs_known);
 	assert_false(a.gpus[0].unattributed_known);
 	assert_true(a.gpus[0].mem_known);
-	assert_int_equal(a.gpus[0].procs[0].kind, ACCT_UNKNOWN);
+	assert_int_equal(a.gpus[0].procs[0].kind, ACCOUNT_UNKNOWN);
 	account_free(&a);
 }
 
@@ -274,14 +274,14 @@ static void test_gpus_match_nodes_by_minor_or_bus_id_and_unmatched_nodes_are_kep
 	w.gpus[0].minor_rc = NVML_E_NOT_SUPPORTED;
 	snprintf(w.gpus[0].bus_id, sizeof w.gpus[0].bus_id, "0000:2A:00.0");   /* GPU 0 is /dev/nvidia1 */
 	add_holder(&w, 10, T_GPU0, -1);
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_int_equal(a.ngpus, 2);
 	assert_ptr_equal(a.gpus[0].target, &w.targets[T_GPU1]);
 	assert_int_equal(a.gpus[0].minor, 1);
 	assert_ptr_equal(a.gpus[1].target, &w.targets[T_GPU0]);   /* NVML did not name it */
 	assert_int_equal(a.gpus[1].index, -1);
-	assert_int_equal(a.gpus[1].procs[0].kind, ACCT_UNKNOWN);
+	assert_int_equal(a.gpus[1].procs[0].kind, ACCOUNT_UNKNOWN);
 	account_free(&a);
 }
 
@@ -291,7 +291,7 @@ static void test_selectors_index_uuid_bus_id_and_device_path(void **state)
 	struct world w;
 	world_init(&w);
 	snprintf(w.gpus[1].uuid, sizeof w.gpus[1].uuid, "GPU-0000-bbbb");   /* shares a prefix with GPU 0 */
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_int_equal(account_select(&a, "0"), 0);
 	assert_int_equal(account_select(&a, "1"), 1);
@@ -320,12 +320,12 @@ static void test_control_node_holders_without_entries_are_others(void **state)
 	world_init(&w);
 	add_holder(&w, 1, T_CTL, -1);     /* e.g. nvidia-persistenced before a GPU is opened */
 	add_holder(&w, 2, T_GPU0, T_CTL);
-	struct acct a;
+	struct account a;
 	account_build(&w.nv, &w.scan, NULL, 0, true, &a);
 	assert_int_equal(a.nothers, 1);
 	assert_int_equal(a.others[0]->info.pid, 1);
-	assert_int_equal(a.gpus[0].procs[0].kind, ACCT_DEVICE_ONLY);
-	assert_string_equal(account_kind_name(ACCT_OUTSIDE), "outside_namespace");
+	assert_int_equal(a.gpus[0].procs[0].kind, ACCOUNT_DEVICE_ONLY);
+	assert_string_equal(account_kind_name(ACCOUNT_OUTSIDE), "outside_namespace");
 	account_free(&a);
 }
 

@@ -230,7 +230,7 @@ static void test_seed_container_case_is_held_outside_the_pid_namespace_not_a_dri
 		fputs(t, stdout);
 	assert_non_null(strstr(t, "[warning] GPU 0: 96,413 MiB held by processes outside this PID namespace"));
 	free(t);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 /* Eight SGLang TP schedulers whose launcher was SIGKILLed: adopted by PID 1 (systemd). */
@@ -268,7 +268,7 @@ static void test_orphaned_sglang_tp_workers_adopted_by_pid_1_are_killed_as_one_t
 	for (int pid = 5001; pid <= 5008; pid++)
 		assert_true(has_pid(f, pid));
 	assert_int_equal(diag_worst(&d, NULL), DIAG_ACTION);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_workers_whose_launcher_lives_are_in_use_not_orphaned(void **state)
@@ -288,7 +288,7 @@ static void test_workers_whose_launcher_lives_are_in_use_not_orphaned(void **sta
 	assert_int_equal(count(&d, "in_use"), 2);
 	assert_int_equal(find(&d, "in_use", 0)->severity, DIAG_OK);
 	assert_int_equal(diag_worst(&d, NULL), DIAG_OK);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_on_the_host_pid_1_adopts_whatever_its_name(void **state)
@@ -305,7 +305,7 @@ static void test_on_the_host_pid_1_adopts_whatever_its_name(void **state)
 	diagnose(&w.s, &d);
 	assert_non_null(find(&d, "orphaned_workers", 0));
 	assert_int_equal(count(&d, "in_use"), 0);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_container_whose_pid_1_is_the_launcher_has_no_orphans(void **state)
@@ -320,7 +320,7 @@ static void test_a_container_whose_pid_1_is_the_launcher_has_no_orphans(void **s
 	diagnose(&w.s, &d);
 	assert_int_equal(count(&d, "orphaned_workers"), 0);
 	assert_non_null(find(&d, "in_use", 0));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_an_orphaned_dp_controller_is_the_root_of_its_schedulers(void **state)
@@ -340,7 +340,7 @@ static void test_an_orphaned_dp_controller_is_the_root_of_its_schedulers(void **
 	assert_non_null(f);
 	assert_non_null(strstr(f->fix, "kill 300 301 302"));
 	assert_true(evidence_has(f, "descends from PID 300 (sglang::data_parallel_controller)"));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_identical_adopted_commands_are_orphaned_ranks_but_one_adopted_daemon_is_not(void **state)
@@ -362,7 +362,7 @@ static void test_identical_adopted_commands_are_orphaned_ranks_but_one_adopted_d
 	assert_non_null(strstr(find(&d, "orphaned_workers", 0)->fix, "kill 700 701`"));   /* both ranks, not 900 */
 	assert_null(find(&d, "orphaned_workers", 2));
 	assert_non_null(find(&d, "in_use", 2));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_child_holding_an_exited_parents_files_is_an_inherited_holder(void **state)
@@ -382,7 +382,7 @@ static void test_a_child_holding_an_exited_parents_files_is_an_inherited_holder(
 	assert_non_null(strstr(f->fix, "kill 5151"));
 	assert_int_equal(count(&d, "driver_leak"), 0);
 	assert_int_equal(count(&d, "orphaned_workers"), 0);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_zombie_leader_with_a_live_thread_is_killed_with_kill_9_and_its_parent_named(void **state)
@@ -408,7 +408,7 @@ static void test_a_zombie_leader_with_a_live_thread_is_killed_with_kill_9_and_it
 	assert_true(evidence_has(f, "PID 6999 (bash)"));
 	assert_non_null(strstr(f->fix, "kill -9 7000"));
 	assert_int_equal(count(&d, "zombie"), 0);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_plain_zombie_is_harmless_and_its_parent_should_reap_it(void **state)
@@ -425,7 +425,7 @@ static void test_a_plain_zombie_is_harmless_and_its_parent_should_reap_it(void *
 	assert_int_equal(f->severity, DIAG_INFO);
 	assert_true(evidence_has(f, "its parent PID 7999 (python3) has not reaped it"));
 	assert_true(diag_worst(&d, NULL) < DIAG_WARNING);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_stopped_holder_keeps_its_memory_until_kill_cont(void **state)
@@ -443,7 +443,7 @@ static void test_a_stopped_holder_keeps_its_memory_until_kill_cont(void **state)
 	assert_int_equal(f->severity, DIAG_ACTION);
 	assert_non_null(strstr(f->fix, "kill -CONT 4000"));
 	assert_int_equal(count(&d, "in_use"), 0);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_holder_waiting_in_nvidia_uvm_is_stuck_in_the_driver(void **state)
@@ -468,7 +468,7 @@ static void test_a_holder_waiting_in_nvidia_uvm_is_stuck_in_the_driver(void **st
 	assert_non_null(strstr(f->fix, "reboot"));
 	assert_non_null(strstr(f->fix, "nvidia-smi --gpu-reset -i 0"));
 	assert_int_equal(count(&d, "in_use"), 0);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 /* GPU 1 holds 20,000 MiB with no process; nvidia-persistenced holds its node (device only). */
@@ -498,7 +498,7 @@ static void test_memory_no_process_holds_on_the_host_is_a_driver_leak_with_what_
 	assert_non_null(strstr(f->fix, "nvidia-smi --gpu-reset -i 1"));
 	assert_null(find(&d, "driver_leak", 0));
 	assert_non_null(find(&d, "idle", 0));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_unheld_memory_with_processes_not_inspected_is_not_claimed_a_leak_with_certainty(void **state)
@@ -522,7 +522,7 @@ static void test_unheld_memory_with_processes_not_inspected_is_not_claimed_a_lea
 	const struct finding *n = find(&d, "not_inspected", -1);
 	assert_non_null(n);
 	assert_int_equal(n->severity, DIAG_INFO);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_unheld_memory_that_falls_between_samples_is_being_released_not_leaked(void **state)
@@ -542,7 +542,7 @@ static void test_unheld_memory_that_falls_between_samples_is_being_released_not_
 	assert_true(evidence_has(f, "fell from 20,000 MiB to 6,000 MiB within 0.5 s"));
 	assert_int_equal(count(&d, "driver_leak"), 0);
 	assert_true(diag_worst(&d, NULL) < DIAG_WARNING);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_unheld_memory_below_the_threshold_is_idle_not_a_leak(void **state)
@@ -555,7 +555,7 @@ static void test_unheld_memory_below_the_threshold_is_idle_not_a_leak(void **sta
 	diagnose(&w.s, &d);
 	assert_int_equal(count(&d, "driver_leak"), 0);
 	assert_non_null(find(&d, "idle", 0));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_pending_repairs_errors_and_a_lost_gpu_call_for_a_reset(void **state)
@@ -582,7 +582,7 @@ static void test_pending_repairs_errors_and_a_lost_gpu_call_for_a_reset(void **s
 	assert_non_null(f2);
 	assert_int_equal(f2->severity, DIAG_WARNING);
 	assert_true(evidence_has(f2, "3 volatile uncorrectable ECC errors"));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_and_live_ones_kept(void **state)
@@ -609,7 +609,7 @@ static void test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_a
 	assert_true(evidence_has(f, "creator PID 4242 is gone"));
 	assert_string_equal(f->fix, "`rm -- '/dev/shm/psm_it'\\''s' '/dev/shm/torch_4242_1'` (or `gpuwho free --shm`)");
 	assert_true(has_pid(f, 4242));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_host_memory_pinned_by_gpu_processes_is_named(void **state)
@@ -632,7 +632,7 @@ static void test_host_memory_pinned_by_gpu_processes_is_named(void **state)
 	assert_int_equal(f->severity, DIAG_INFO);
 	assert_true(evidence_has(f, "VmPin 300.0 GiB"));
 	assert_true(has_pid(f, 5001));
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok(void **state)
@@ -663,7 +663,7 @@ static void test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok(void **sta
 	char *t = text_of(&d, 80);
 	assert_non_null(strstr(t, "Nothing needs action."));
 	free(t);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_without_nvml_no_memory_verdict_is_made(void **state)
@@ -686,7 +686,7 @@ static void test_without_nvml_no_memory_verdict_is_made(void **state)
 	assert_int_equal(d.findings[0].gpu, -1);
 	assert_int_equal(d.findings[0].minor, 0);
 	assert_string_equal(d.findings[0].verdict, "in_use");
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_text_escapes_process_strings_and_fits_80_columns(void **state)
@@ -713,7 +713,7 @@ static void test_text_escapes_process_strings_and_fits_80_columns(void **state)
 		line = nl + 1;
 	}
 	free(t);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 static void test_json_names_schema_verdicts_and_host_wide_gpu_as_null(void **state)
@@ -746,7 +746,7 @@ static void test_json_names_schema_verdicts_and_host_wide_gpu_as_null(void **sta
 	free(show);
 	json_decref(j2);
 	json_decref(j);
-	diagnosis_free(&d);
+	diag_free(&d);
 }
 
 int main(void)

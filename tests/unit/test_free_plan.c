@@ -183,7 +183,7 @@ static void test_a_launcher_and_its_workers_are_one_job_and_the_interactive_shel
 	assert_int_equal(p.gpus[0].expect_back, 80000 * MIB);
 	assert_false(p.gpus[0].expect_partial);
 	assert_int_equal(p.gpus[0].nsignal, 2);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_workers_reparented_to_pid_1_are_signalled_and_pid_1_never(void **state)
@@ -206,7 +206,7 @@ static void test_workers_reparented_to_pid_1_are_signalled_and_pid_1_never(void 
 	assert_int_equal(p.nsignal, 2);
 	assert_int_equal(p.gpus[0].expect_back, 4096 * MIB);
 	assert_true(p.gpus[0].expect_partial);   /* PID 1's 100 MiB stays */
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_system_gpu_daemons_are_protected_unless_included(void **state)
@@ -227,7 +227,7 @@ static void test_system_gpu_daemons_are_protected_unless_included(void **state)
 		assert_int_equal(find(&p, pid)->skip, FREE_SKIP_PROTECTED);
 	assert_non_null(strstr(find(&p, 300)->skip_why, "--include nvidia-persistenced"));
 	assert_true(signalled(&p, 304));
-	free_plan_free(&p);
+	free_plan_release(&p);
 
 	const char *inc[] = {"nvidia-persistenced", "dcgm*"};
 	struct free_plan_opts o = {.uid = ROOT, .include = inc, .ninclude = 2};
@@ -235,7 +235,7 @@ static void test_system_gpu_daemons_are_protected_unless_included(void **state)
 	assert_true(signalled(&p, 300));
 	assert_true(signalled(&p, 302));
 	assert_int_equal(find(&p, 301)->skip, FREE_SKIP_PROTECTED);
-	free_plan_free(&p);
+	free_plan_release(&p);
 	assert_string_equal(free_protected_name(&w.holders[0].info), "nvidia-persistenced");
 }
 
@@ -258,7 +258,7 @@ static void test_gpuwho_and_its_ancestors_are_never_signalled_nor_walked_into(vo
 	assert_null(find(&p, 8999));
 	assert_int_equal(find(&p, 9000)->skip, FREE_SKIP_SELF);
 	assert_int_equal(find(&p, 9100)->skip, FREE_SKIP_SELF);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_other_users_need_all_users_and_root(void **state)
@@ -273,12 +273,12 @@ static void test_other_users_need_all_users_and_root(void **state)
 	assert_int_equal(find(&p, 600)->skip, FREE_SKIP_OTHER_USER);
 	assert_non_null(strstr(find(&p, 600)->skip_why, "--all-users"));
 	assert_true(signalled(&p, 601));
-	free_plan_free(&p);
+	free_plan_release(&p);
 
 	struct free_plan_opts o = {.uid = ROOT, .all_users = true};
 	build(&w, "0", &o, &p);
 	assert_true(signalled(&p, 600) && signalled(&p, 601));
-	free_plan_free(&p);
+	free_plan_release(&p);
 
 	/* Not root: --all-users cannot help, and root's processes are another user's too. */
 	struct free_plan_opts alice = {.uid = ALICE, .all_users = true};
@@ -286,7 +286,7 @@ static void test_other_users_need_all_users_and_root(void **state)
 	assert_true(signalled(&p, 600));
 	assert_int_equal(find(&p, 601)->skip, FREE_SKIP_OTHER_USER);
 	assert_non_null(strstr(find(&p, 601)->skip_why, "only root"));
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_a_job_that_also_uses_a_gpu_not_selected_spills_unless_asked(void **state)
@@ -314,13 +314,13 @@ static void test_a_job_that_also_uses_a_gpu_not_selected_spills_unless_asked(voi
 	assert_non_null(strstr(find(&p, 710)->skip_why, "GPU 1"));
 	assert_true(p.gpus[0].expect_partial);
 	assert_int_equal(p.gpus[0].expect_back, 1000 * MIB);
-	free_plan_free(&p);
+	free_plan_release(&p);
 
 	struct free_plan_opts o = {.uid = ROOT, .spill = true};
 	build(&w, "0", &o, &p);
 	assert_true(signalled(&p, 700) && signalled(&p, 701) && signalled(&p, 702) && signalled(&p, 710));
 	assert_null(find(&p, 50));
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_outside_the_namespace_rows_are_reported_with_advice(void **state)
@@ -345,7 +345,7 @@ static void test_outside_the_namespace_rows_are_reported_with_advice(void **stat
 		noted = noted || strstr(p.notes[i], "child PID namespace");
 	assert_true(noted);
 	assert_true(p.gpus[0].expect_partial);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_an_exited_creator_is_reported_and_its_heirs_signalled(void **state)
@@ -361,7 +361,7 @@ static void test_an_exited_creator_is_reported_and_its_heirs_signalled(void **st
 	assert_int_equal(find(&p, 4242)->skip, FREE_SKIP_EXITED);
 	assert_int_equal(p.gpus[0].expect_back, 3590 * MIB);   /* the heirs are all signalled */
 	assert_false(p.gpus[0].expect_partial);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_zombie_leader_with_live_threads_is_signalled_a_plain_zombie_is_not(void **state)
@@ -390,7 +390,7 @@ static void test_zombie_leader_with_live_threads_is_signalled_a_plain_zombie_is_
 	assert_true(signalled(&p, 860));
 	assert_true(find(&p, 860)->stopped);
 	assert_int_equal(find(&p, 870)->skip, FREE_SKIP_KTHREAD);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_a_bad_selector_is_an_error_naming_it(void **state)
@@ -405,13 +405,13 @@ static void test_a_bad_selector_is_an_error_naming_it(void **state)
 	assert_int_equal(free_plan_build(&w.s, sels, 2, &o, &p, &err), -1);
 	assert_non_null(strstr(err, "no GPU matches '7'"));
 	free(err);
-	free_plan_free(&p);
+	free_plan_release(&p);
 	const char *uuid[] = {"GPU-1111"};
 	assert_int_equal(free_plan_build(&w.s, uuid, 1, &o, &p, &err), 0);
 	assert_int_equal(p.ngpus, 1);
 	assert_int_equal(p.acct.gpus[p.gpus[0].slot].index, 1);
 	assert_int_equal(p.nprocs, 0);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_shm_plans_only_unheld_segments_of_dead_creators(void **state)
@@ -434,10 +434,10 @@ static void test_shm_plans_only_unheld_segments_of_dead_creators(void **state)
 	assert_string_equal(p.shm[0].seg->name, "torch_111_0");
 	assert_false(p.shm[1].remove);
 	assert_non_null(strstr(p.shm[1].why, "PID 77 still holds it"));
-	free_plan_free(&p);
+	free_plan_release(&p);
 	build(&w, "0", NULL, &p);
 	assert_int_equal(p.nshm, 0);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_the_walk_stops_at_other_users_and_services(void **state)
@@ -460,7 +460,7 @@ static void test_the_walk_stops_at_other_users_and_services(void **state)
 	assert_null(find(&p, 70));                   /* sudo (another user) */
 	assert_null(find(&p, 80));                   /* the notebook server */
 	assert_int_equal(find(&p, 810)->job_root, 810);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 static void test_the_walk_takes_a_launching_script_but_not_what_started_it(void **state)
@@ -487,7 +487,7 @@ static void test_the_walk_takes_a_launching_script_but_not_what_started_it(void 
 	assert_null(find(&p, 90));                   /* make */
 	assert_null(find(&p, 95));                   /* timeout */
 	assert_int_equal(find(&p, 950)->job_root, 950);
-	free_plan_free(&p);
+	free_plan_release(&p);
 }
 
 int main(void)
