@@ -1,7 +1,7 @@
 # lib.sh: a tiny harness for end-to-end tests that run the real gpuwho binary against real processes.
 # A test file defines functions named test_*; `run_tests` runs each in its own subshell and prints
-# "ok - NAME" or "not ok - NAME" (with the failing check and its output). Processes a test starts
-# with `spawn` are killed when the test ends, whatever happens.
+# "ok - NAME", "not ok - NAME" (with the failing check and its output) or "skip - NAME: REASON".
+# Processes a test starts with `spawn` are killed when the test ends, whatever happens.
 set -u
 : "${GPUWHO:?run through tests/run or make check}"
 : "${TESTBIN:?}"
@@ -59,7 +59,7 @@ teardown() {
 }
 
 run_tests() {
-	local t out rc
+	local t out rc reason
 	for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
 		out=$( (
 			TMP=$(mktemp -d /tmp/gpuwho-test.XXXXXX)
@@ -71,7 +71,10 @@ run_tests() {
 		if [ $rc -eq 0 ]; then
 			echo "ok - ${t#test_}"
 		elif [ $rc -eq 77 ]; then
-			echo "skip - ${t#test_}: $out"
+			# One line, "skip - NAME: REASON" (tests/run reads the reason); what else the test printed follows, indented.
+			reason=$(sed -n 's/^SKIP: //p' <<<"$out" | tail -1)
+			echo "skip - ${t#test_}: ${reason:-exit 77 without a reason}"
+			grep -v '^SKIP: ' <<<"$out" | grep . | sed 's/^/  /'
 		else
 			echo "not ok - ${t#test_}"
 			printf '%s\n' "$out" | sed 's/^/  /'
@@ -79,9 +82,10 @@ run_tests() {
 	done
 }
 
-# skip REASON: ends the test as skipped (exit 77), e.g. when not root.
+# skip REASON: ends the test as skipped (exit 77), e.g. when not root. REASON is one line; tests/run
+# counts some skips as failures when it runs as root (see the rule at its top): "needs root", "no TOOL".
 skip() {
-	echo "$*"
+	echo "SKIP: $*"
 	exit 77
 }
 
