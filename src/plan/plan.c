@@ -2,10 +2,8 @@
  * and the GPU and host memory, compute per-rank and per-node memory, KV tokens, concurrency and a
  * verdict per resource, with the largest value that would fit. Formulas and sources: docs/plan.md. */
 #include "plan/plan.h"
-#include "nvml/nvml.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -576,33 +574,4 @@ void plan_result_free(struct plan_result *r)
 		free(r->notes[i]);
 	free(r->notes);
 	memset(r, 0, sizeof *r);
-}
-
-bool plan_gpu_total_live(const char *nvml_path, double *bytes)
-{
-	struct nvml_info nv;
-	*bytes = 0;
-	if (nvml_collect(nvml_path, &nv) == 0)
-		for (size_t i = 0; i < nv.ngpus; i++) {
-			const struct nvml_gpu *g = &nv.gpus[i];
-			if (g->handle_rc == 0 && g->mem_rc == 0 && g->mem_total > 0 &&
-			    (*bytes == 0 || (double)g->mem_total < *bytes))
-				*bytes = (double)g->mem_total;
-		}
-	nvml_info_free(&nv);
-	return *bytes > 0;
-}
-
-int plan_gpu_count_live(void)
-{
-	DIR *d = opendir("/proc/driver/nvidia/gpus");
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
 }

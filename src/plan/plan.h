@@ -1,7 +1,8 @@
 /* plan: the pure arithmetic of `gpuwho plan`: from a parsed launch, a model's shape and weights,
  * and the GPU and host memory, compute per-rank and per-node memory, KV tokens, concurrency and a
- * verdict per resource, with the largest value that would fit. No I/O except the two *_live
- * readers at the bottom. Formulas and their sources: docs/plan.md. */
+ * verdict per resource, with the largest value that would fit. No I/O: the host and GPU facts it
+ * needs come in plan_input, read by plan/live.c (live) or given on the command line. Formulas and
+ * their sources: docs/plan.md. */
 #ifndef GPUWHO_PLAN_PLAN_H
 #define GPUWHO_PLAN_PLAN_H
 
@@ -124,13 +125,20 @@ double plan_dtype_bytes(const char *name);
 /* Formats v with thousands separators and `decimals` digits after the point into buf (40 bytes). */
 char *plan_fmt(char *buf, double v, int decimals);
 
-/* Live GPU memory from NVML (nvml_collect with nvml_path; NULL: $GPUWHO_NVML, else
- * libnvidia-ml.so.1): the smallest total among the GPUs NVML reports, since every rank must fit on
- * its GPU. Returns false (unknown, *bytes 0) when NVML cannot answer or reports no GPU memory;
- * callers then fall back to --gpu-mem. */
-bool plan_gpu_total_live(const char *nvml_path, double *bytes);
-
-/* GPUs on this host from /proc/driver/nvidia/gpus (one folder per GPU), or -1 when unknown. */
-int plan_gpu_count_live(void);
+/* Where `gpuwho plan`'s inputs came from, for the report (gathered by cmd/plan.c). */
+struct plan_facts {
+	const char *model_dir;
+	const char *config_path;
+	const struct model_config *model;
+	const char *weights_source;
+	const char *gpu_source;
+	const char *host_source;
+	const char *cuda_visible;
+	long pid;
+	char **argv;
+	int argc;
+	char **notes;   /* gathered by cmd_plan (model lookup, environ) */
+	size_t nnotes;
+};
 
 #endif

@@ -69,6 +69,8 @@ struct ctx {
 	int procfd;
 	bool info_only;               /* holders_read_procs: read each pid's facts, scan nothing */
 	bool waits;                   /* also proc_read_waits for each process read in full */
+	char *env_name;               /* holders_read_procs: also proc_read_environ (owned: an abandoned
+				       * worker may still read it after the call returns) */
 	struct match *m;
 	size_t nm;
 	bool any_chr;
@@ -429,15 +431,23 @@ static struct pid_result *info_pid(struct worker *w, int pid)
 		result_free(res, c->nm);
 		return result_new(R_VANISHED);
 	}
-	if (c->waits) {
+	if (c->waits || c->env_name) {
 		char name[32];
 		snprintf(name, sizeof name, "%d", pid);
 		int dfd = openat(c->procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
+		if (dfd < 0) {
+			res->h.info.env_err = -errno;
+			return res;
+		}
+		if (c->waits) {
 			atomic_store(&w->stage, "task/TID/wchan,stack");
 			proc_read_waits(dfd, &res->h.info);
-			close(dfd);
 		}
+		if (c->env_name) {
+			atomic_store(&w->stage, "environ");
+			res->h.info.env_err = proc_read_environ(dfd, c->env_name, &res->h.info);
+		}
+		close(dfd);
 	}
 	return res;
 }
@@ -605,6 +615,7 @@ static struct ctx *ctx_new(const struct holders_opts *opts, int procfd, const st
 	struct ctx *c = xcalloc(1, sizeof *c);
 	c->procfd = procfd;
 	c->waits = opts && opts->waits;
+	c->env_name = opts && opts->env_name ? xstrdup(opts->env_name) : NULL;
 	c->nm = n;
 	c->m = xcalloc(n ? n : 1, sizeof *c->m);
 	for (size_t k = 0; k < n; k++) {
@@ -699,6 +710,7 @@ static void ctx_release(struct ctx *c, bool any_abandoned)
 		return;
 	}
 	close(c->procfd);
+	free(c->env_name);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	free(c->workers);

@@ -68,6 +68,8 @@ struct holders_opts {
 	unsigned timeout_ms;      /* bound on one process's reads; 0: 2000 */
 	bool waits;               /* also read each holder's wchan and threads' driver waits
 				   * (proc_read_waits): snapshot collection */
+	const char *env_name;     /* holders_read_procs only: also read this variable of each
+				   * process's environment (proc_read_environ), under the same bound */
 };
 
 /* Scans every process under opts->proc_root for the holders of targets[0..n). Takes ownership of

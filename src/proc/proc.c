@@ -151,6 +151,29 @@ int proc_read_cmdline(int piddir, struct proc_info *p)
 	return 0;
 }
 
+int proc_read_environ(int piddir, const char *name, struct proc_info *p)
+{
+	char *buf;
+	size_t len;
+	int r = readfile_at(piddir, "environ", &buf, &len, 1 << 20);
+	if (r < 0)
+		return r;
+	size_t n = strlen(name);
+	free(p->env_value);
+	p->env_value = NULL;
+	for (size_t i = 0; i < len;) {
+		const char *e = buf + i;
+		size_t m = strnlen(e, len - i);
+		if (m > n && !strncmp(e, name, n) && e[n] == '=') {
+			p->env_value = xstrndup(e + n + 1, m - n - 1);
+			break;
+		}
+		i += m + 1;
+	}
+	free(buf);
+	return 0;
+}
+
 static bool is_hex_run(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -604,6 +627,7 @@ void proc_info_free(struct proc_info *p)
 	free(p->missing);
 	free(p->wchan);
 	free(p->driver_wait);
+	free(p->env_value);
 	proc_container_free(&p->container);
 	memset(p, 0, sizeof *p);
 }

@@ -43,6 +43,9 @@ struct proc_info {
 				   * uvm_spin_loop" — from task/TID/wchan, or task/TID/stack (root) naming
 				   * an nvidia/uvm/nv_ function; NULL when none */
 	unsigned long long vm_rss_kb, vm_lck_kb, vm_pin_kb;  /* status VmRSS, VmLck, VmPin (0: absent) */
+	/* Filled only when asked (holders_opts.env_name: plan --pid's CUDA_VISIBLE_DEVICES): */
+	char *env_value;          /* the variable's value, raw; NULL when unset or unread */
+	int env_err;              /* 0, or -errno when /proc/PID/environ could not be read */
 };
 
 /* Reads /proc/PID/stat: state, ppid, flags, threads, start time. The comm field is split at the
@@ -58,6 +61,11 @@ int proc_read_comm(int piddir, struct proc_info *p);
 /* Reads /proc/PID/cmdline (may block on a process whose memory is locked: callers bound it).
  * Returns 0 or -errno. */
 int proc_read_cmdline(int piddir, struct proc_info *p);
+
+/* Reads /proc/PID/environ (the environment the process started with: NUL-separated NAME=value)
+ * and sets p->env_value to the value of `name`, or NULL when unset. Reads the process's memory,
+ * so it can block like cmdline: callers bound it. Returns 0 or -errno (EACCES: another user's). */
+int proc_read_environ(int piddir, const char *name, struct proc_info *p);
 
 /* Reads /proc/PID/cgroup and names the container. Returns 0 or -errno. */
 int proc_read_cgroup(int piddir, struct proc_info *p);

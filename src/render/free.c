@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Raw text, escaped and wrapped, from column col0. */
-static void put(FILE *f, const char *raw, const struct render_opts *o, const char *indent, int col0)
-{
-	char *e = escape_term(raw, strlen(raw));
-	render_wrap(f, e, o->width, indent, col0);
-	free(e);
-}
-
 static const char *errno_name(int e)
 {
 	switch (e) {
@@ -80,7 +72,7 @@ static void proc_line(FILE *f, const struct free_proc *fp, const struct render_o
 	if (fp->role == FREE_ROLE_EXITED)
 		fputs("(exited)\n", f);
 	else
-		put(f, cmd, o, "           ", n);
+		render_put(f, cmd, o, "           ", n);
 	free(cmd);
 	free(user);
 }
@@ -144,13 +136,13 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 		}
 		if (v->next && v->next[i]) {
 			fputs("  next: ", f);
-			put(f, v->next[i], o, "        ", 8);
+			render_put(f, v->next[i], o, "        ", 8);
 		}
 		if (v->reset) {
 			const struct free_reset *rs = &v->reset[i];
 			for (size_t k = 0; k < rs->nblockers; k++) {
 				fputs("  blocks a reset: ", f);
-				put(f, rs->blockers[k], o, "    ", 18);
+				render_put(f, rs->blockers[k], o, "    ", 18);
 			}
 			if (rs->ran)
 				fprintf(f, "  reset: %s --gpu-reset -i %d %s (exit %d)\n", v->reset_cmd,
@@ -158,7 +150,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 					rs->status);
 			else if (rs->refused) {
 				fputs("  reset not run: ", f);
-				put(f, rs->refused, o, "    ", 17);
+				render_put(f, rs->refused, o, "    ", 17);
 			}
 		}
 	}
@@ -176,10 +168,10 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 				why = w2;
 			}
 			fputs("           ", f);
-			put(f, why, o, "           ", 11);
+			render_put(f, why, o, "           ", 11);
 			if (fp->stuck && !r) {
 				fputs("           ", f);
-				put(f, "in the kernel (state D or waiting in the NVIDIA driver): it may not exit until that call "
+				render_put(f, "in the kernel (state D or waiting in the NVIDIA driver): it may not exit until that call "
 				       "returns", o, "           ", 11);
 			}
 			if (r) {
@@ -187,7 +179,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 				fprintf(f, "           %s", render_col(o, r->procs[i].outcome == FREE_OUT_TERM ||
 								r->procs[i].outcome == FREE_OUT_KILL ||
 								r->procs[i].outcome == FREE_OUT_GONE ? C_GRN : C_RED));
-				put(f, t, o, "           ", 11);
+				render_put(f, t, o, "           ", 11);
 				fputs(render_col(o, C_OFF), f);
 				free(t);
 			}
@@ -202,7 +194,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 			const struct free_proc *fp = &p->procs[i];
 			proc_line(f, fp, o);
 			fputs("           ", f);
-			put(f, fp->skip_why, o, "           ", 11);
+			render_put(f, fp->skip_why, o, "           ", 11);
 		}
 	}
 	if (p->nshm) {
@@ -215,13 +207,13 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 					       s->why, r && r->shm && r->shm[i].why ? "; " : "",
 					       r && r->shm && r->shm[i].why ? r->shm[i].why : "");
 			fputs("  ", f);
-			put(f, line, o, "    ", 2);
+			render_put(f, line, o, "    ", 2);
 			free(line);
 		}
 	}
 	for (size_t i = 0; i < p->nnotes; i++) {
 		fputs("note: ", f);
-		put(f, p->notes[i], o, "      ", 6);
+		render_put(f, p->notes[i], o, "      ", 6);
 	}
 	if (!r) {
 		fprintf(f, "\n%sDry run: nothing was signalled.%s Run again with --yes to act.\n", render_col(o, C_BOLD), render_col(o, C_OFF));

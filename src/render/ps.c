@@ -92,40 +92,6 @@ static const char *mem_cell(const struct account_proc *r, char *buf, size_t n)
 }
 
 /* Columns a UTF-8 byte run takes: one per character (continuation bytes take none). */
-static int columns(const char *p, size_t n)
-{
-	int c = 0;
-	for (size_t i = 0; i < n; i++)
-		c += ((unsigned char)p[i] & 0xC0) != 0x80;
-	return c;
-}
-
-void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0)
-{
-	int used = col0;
-	const char *p = text;
-	while (*p) {
-		const char *sp = strchr(p, ' ');
-		/* A number and its unit stay on one line: "96,413 MiB". */
-		while (sp && (str_starts(sp + 1, "MiB") || str_starts(sp + 1, "GiB")))
-			sp = strchr(sp + 1, ' ');
-		int wl = sp ? (int)(sp - p) : (int)strlen(p);
-		int wc = columns(p, (size_t)wl);
-		if (width > 0 && used > (int)strlen(indent) && used + 1 + wc > width) {
-			used = fprintf(f, "\n%s", indent) - 1;
-		} else if (p != text) {
-			fputc(' ', f);
-			used++;
-		}
-		fwrite(p, 1, (size_t)wl, f);
-		used += wc;
-		p += wl;
-		while (*p == ' ')
-			p++;
-	}
-	fputc('\n', f);
-}
-
 /* A short container cell: "docker 1a2b3c4d", plus " pid N" (its PID inside) when it lives in a
  * nested PID namespace; "ns pid N" for a nested namespace without a container runtime; "-". */
 static char *container_cell(const struct proc_info *p)

@@ -61,6 +61,9 @@ void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const
  * the snapshot's /proc is the host's PID namespace. */
 json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns);
 
+/* render_wrap of raw (process-controlled) text after escape_term, to o->width. */
+void render_put(FILE *f, const char *raw, const struct render_opts *o, const char *indent, int col0);
+
 /* Prints text word-wrapped to width (0: no limit) and a newline; the first line starts at column
  * col0, continuation lines start with indent. Counts bytes, so keep colour codes out of text. */
 void render_wrap(FILE *f, const char *text, int width, const char *indent, int col0);
@@ -92,5 +95,17 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 
 /* Returns `gpuwho free --json` (docs/json.md, "free") as a new JSON object; never NULL. */
 json_t *render_free_json(const struct free_view *v);
+
+struct launch;
+struct plan_result;
+struct plan_facts;
+
+/* Prints `gpuwho plan`'s report: the verdict first, then GPUs, GPU memory, KV cache and host
+ * memory with the numbers behind each, then notes; escaped, wrapped to o->width. */
+void render_plan_text(FILE *f, const struct launch *l, const struct plan_result *r, const struct plan_facts *pf,
+		      const struct render_opts *o);
+
+/* Returns `gpuwho plan --json` (docs/json.md, "plan") as a new JSON object; never NULL. */
+json_t *render_plan_json(const struct launch *l, const struct plan_result *r, const struct plan_facts *pf);
 
 #endif

@@ -21,27 +21,20 @@ static const char *sev_color(enum diag_severity s)
 }
 
 /* Prints raw (process-controlled) text escaped and wrapped, starting at column col0. */
-static void put(FILE *f, const char *raw, const struct render_opts *o, const char *indent, int col0)
-{
-	char *e = escape_term(raw, strlen(raw));
-	render_wrap(f, e, o->width, indent, col0);
-	free(e);
-}
-
 static void finding_text(FILE *f, const struct finding *x, const struct render_opts *o)
 {
 	char tag[16];
 	int n = snprintf(tag, sizeof tag, "[%s]", diag_severity_name(x->severity));
 	fprintf(f, "%s%s%s %s", render_col(o, sev_color(x->severity)), tag, render_col(o, C_OFF), render_col(o, C_BOLD));
-	put(f, x->headline, o, "  ", n + 1);
+	render_put(f, x->headline, o, "  ", n + 1);
 	fputs(render_col(o, C_OFF), f);
 	for (size_t i = 0; i < x->nevidence; i++) {
 		fputs("  - ", f);
-		put(f, x->evidence[i], o, "    ", 4);
+		render_put(f, x->evidence[i], o, "    ", 4);
 	}
 	if (x->fix) {
 		fprintf(f, "  %sfix:%s ", render_col(o, C_BOLD), render_col(o, C_OFF));
-		put(f, x->fix, o, "    ", 7);
+		render_put(f, x->fix, o, "    ", 7);
 	}
 }
 

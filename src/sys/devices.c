@@ -69,6 +69,22 @@ const char *devices_classify(const char *name, unsigned major, unsigned minor, c
 	return nv_major ? "nvidia" : NULL;
 }
 
+int devices_count_gpus(const char *proc_root)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/driver/nvidia/gpus", proc_root);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
 /* Reads /proc/driver/nvidia/gpus/BUS/information files: "Device Minor:" -> "Bus Location:". */
 static char *bus_for_minor(const char *proc_root, int minor)
 {

@@ -15,6 +15,10 @@
  * not "/dev", a node named nvidiaN counts as GPU N whatever its major:minor (mknod'ed stand-ins). */
 struct target *devices_discover(const char *proc_root, const char *dev_root, size_t *n, char **note);
 
+/* The number of GPUs the driver has probed: the folders of proc_root/driver/nvidia/gpus (one per
+ * GPU, named by PCI bus id), or -1 when that folder cannot be read (no driver, or hidden). */
+int devices_count_gpus(const char *proc_root);
+
 /* Classifies a device node by its name and major:minor (pure): "gpu" (and *gpu_minor), "ctl",
  * "modeset", "uvm", "uvm-tools", "caps", "nvidia" (some other nvidia node), or NULL when not
  * NVIDIA's. majors: the nvidia majors from /proc/devices (may be empty). */
