@@ -1,5 +1,7 @@
 /* cmd: one entry point per subcommand (src/cmd/NAME.c), dispatched from the table in main.c.
  * Each takes argv starting at the subcommand's name and returns the process exit code. */
+/* Layer cmd/ (the top): one file per subcommand, which only wires — parse options, get the snapshot
+ * (common.c), call diagnose/free/plan, render, choose the exit code. Nothing includes cmd/. */
 #ifndef GPUWHO_CMD_H
 #define GPUWHO_CMD_H
 

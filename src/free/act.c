@@ -1,4 +1,4 @@
-/* free_act: signals a free plan's processes through pidfds, waits for them and for the memory, and
+/* free/act: signals a free plan's processes through pidfds, waits for them and for the memory, and
  * cleans up /dev/shm leftovers — re-checking every fact the plan rests on right before acting. */
 #include "free/act.h"
 #include "util.h"

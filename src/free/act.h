@@ -1,4 +1,4 @@
-/* free_act: carries out a free plan on the live host — signals through pidfds after checking each
+/* free/act: carries out a free plan on the live host — signals through pidfds after checking each
  * process's start time, waits for exits and for the GPUs' memory to come back (re-collecting, not
  * sleeping blindly), removes leaked /dev/shm segments, and runs the reset command when asked. */
 #ifndef GPUWHO_FREE_ACT_H

@@ -1,4 +1,4 @@
-/* free_plan: whom `gpuwho free` signals, whom it spares and why, from a snapshot. Pure. */
+/* free/plan: whom `gpuwho free` signals, whom it spares and why, from a snapshot. Pure. */
 #include "free/plan.h"
 #include "util.h"
 

@@ -1,6 +1,9 @@
-/* free_plan: from a snapshot and the GPUs chosen, whom `gpuwho free` would signal and why, whom it
+/* free/plan: from a snapshot and the GPUs chosen, whom `gpuwho free` would signal and why, whom it
  * must not signal and why, and how much memory should come back. Pure: no I/O, no clock, no
  * environment — the caller passes who it is (uid, its own PIDs). docs/free.md states the rules. */
+/* Layer free/: `gpuwho free` — whom to signal, from a snapshot (plan.c, pure), and doing it on the
+ * live host (act.c: pidfds, waits, re-collection). May include diagnose/ (the account), snapshot/
+ * and below; never render/ or cmd/. */
 #ifndef GPUWHO_FREE_PLAN_H
 #define GPUWHO_FREE_PLAN_H
 

@@ -1,4 +1,7 @@
 /* nvml: what NVML says about each GPU and the processes on it, as plain data (no NVML types). */
+/* Layer nvml/ (collect): the only code that knows NVML's ABI (dlopen, symbol versions, struct
+ * strides); nothing else declares NVML types. May include util, escape, json; never proc/, sys/
+ * or anything above. */
 #ifndef GPUWHO_NVML_H
 #define GPUWHO_NVML_H
 

@@ -1,6 +1,9 @@
 /* proc: one reader per /proc/PID file (stat, status, cmdline, cgroup, task/TID/stat), and the
  * facts about one process that gpuwho reports. Readers work relative to an open /proc/PID
  * directory fd, return 0 or -errno, and leave fields they could not read at their zero value. */
+/* Layer proc/ (collect): the readers of /proc/PID files and the holder engine (holders.c) that walks
+ * every process under a time bound. May include sys/ (targets, devices, mounts), util, escape;
+ * never nvml/, snapshot/ or anything above. */
 #ifndef GPUWHO_PROC_PROC_H
 #define GPUWHO_PROC_PROC_H
 

@@ -1,4 +1,4 @@
-/* render_free: `gpuwho free` as text and JSON — the plan, and after --yes what happened. Decides nothing. */
+/* render/free: `gpuwho free` as text and JSON — the plan, and after --yes what happened. Decides nothing. */
 #include "escape.h"
 #include "free/act.h"
 #include "free/plan.h"

@@ -1,4 +1,4 @@
-/* render_ps: `gpuwho ps` as text (a headline per GPU, then its processes) and as JSON. Decides nothing. */
+/* render/ps: `gpuwho ps` as text (a headline per GPU, then its processes) and as JSON. Decides nothing. */
 #include "diagnose/account.h"
 #include "escape.h"
 #include "json.h"

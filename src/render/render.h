@@ -1,4 +1,7 @@
-/* render: turns collected data into text for a person or JSON for a script. Decides nothing. */
+/* render: the renderers of every command, and what they share (the colour codes, the wrapper). */
+/* Layer render/: text for a person and JSON for a script, from what the layers below produced
+ * (holder scans, accounts, findings, free plans and reports, plan results). Decides nothing: every
+ * judgement is made below it. May include every layer's types, util, escape, json; never cmd/. */
 #ifndef GPUWHO_RENDER_H
 #define GPUWHO_RENDER_H
 

@@ -1,4 +1,4 @@
-/* render_why: `gpuwho why` as text (a headline per finding, its evidence and fix) and as JSON. Decides nothing. */
+/* render/why: `gpuwho why` as text (a headline per finding, its evidence and fix) and as JSON. Decides nothing. */
 #include "diagnose/diagnose.h"
 #include "escape.h"
 #include "json.h"

@@ -3,6 +3,9 @@
  * not be read and why. Collected live, or loaded from a JSON file (`--from`); every read command
  * renders from it, so live and replayed output are the same. It serializes to JSON and back
  * without loss (docs/json.md, "snapshot"). */
+/* Layer snapshot/: the plain data every command works from, collected live (collect.c: the only
+ * file here that calls the collect layer's readers), written (write.c) and loaded (load.c). May
+ * include proc/, sys/, nvml/, util, escape, json; never diagnose/, free/, plan/, render/, cmd/. */
 #ifndef GPUWHO_SNAPSHOT_H
 #define GPUWHO_SNAPSHOT_H
 

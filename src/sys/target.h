@@ -1,6 +1,9 @@
 /* target: a file whose holders are wanted (an NVIDIA device node, a /dev/shm segment, a path the
  * user named) and a target that is a mount point. The sys/ readers produce them (devices_discover,
  * shm_list, mounts_find_targets); the holder engine (proc/holders) consumes them. */
+/* Layer sys/ (collect, the lowest): host-wide readers — NVIDIA device nodes (devices), mountinfo
+ * (mounts), /dev/shm (shm), /proc/meminfo (meminfo) — and the target types they produce. May
+ * include util only; never proc/ or anything above. */
 #ifndef GPUWHO_SYS_TARGET_H
 #define GPUWHO_SYS_TARGET_H
 

@@ -1,0 +1,36 @@
+/* render/proc: one process and one target as every report shows them (holders, ps, free). */
+#include "json.h"
+#include "render/render.h"
+#include "util.h"
+
+#include <string.h>
+
+const char *render_target_short(const struct target *t)
+{
+	if (str_starts(t->path, "/dev/"))
+		return t->path + 5;
+	return t->path;
+}
+
+json_t *render_proc_json(const struct proc_info *p)
+{
+	json_t *ns = json_array();
+	for (unsigned i = 0; i < p->nnspid; i++)
+		json_array_append_new(ns, json_integer(p->nspid[i]));
+	json_t *argv = json_array();
+	for (size_t i = 0; p->cmdline && i < p->cmdline_len;) {
+		size_t l = strnlen(p->cmdline + i, p->cmdline_len - i);
+		json_array_append_new(argv, json_text(p->cmdline + i, l));
+		i += l + 1;
+	}
+	json_t *cont = json_null();
+	if (p->container.runtime)
+		cont = json_pack("{s:o, s:o, s:o}", "runtime", json_str_or_null(p->container.runtime), "id", json_str_or_null(p->container.id),
+				 "pod_uid", json_str_or_null(p->container.pod_uid));
+	char st[2] = {p->state ? p->state : '?', 0};
+	return json_pack("{s:i, s:o, s:i, s:i, s:o, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "pid", p->pid,
+			 "nspid", ns, "ppid", p->ppid, "uid", (int)p->uid, "user", json_str_or_null(p->user), "state", st, "threads",
+			 (int)p->nthreads, "thread_states", json_str_or_null(p->thread_states), "comm", json_str_or_null(p->comm), "cmdline", argv,
+			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", json_str_or_null(p->cgroup),
+			 "container", cont, "missing", json_str_or_null(p->missing));
+}
