@@ -21,6 +21,7 @@
 #define GRACE_DEFAULT 10
 #define GRACE_MAX 3600
 #define SETTLE_S 10        /* after the grace: for SIGKILL to take and the memory to come back */
+#define SETTLE_MAX 600
 #define RESET_TIMEOUT_S 120
 
 static const char usage[] =
@@ -106,6 +107,16 @@ static int parse_opt(int opt, const char *arg, void *ctx)
 		return 0;
 	}
 	return -1;
+}
+
+/* The settle time: SETTLE_S, or $GPUWHO_FREE_SETTLE_S (0..600), a test hook like GPUWHO_PROC_ROOT:
+ * the end-to-end tests whose memory never comes back (stand-in GPUs, spared processes) need not
+ * wait out the full 10 s each. */
+static unsigned settle_seconds(void)
+{
+	const char *v = getenv("GPUWHO_FREE_SETTLE_S");
+	unsigned long long n;
+	return v && parse_uint(v, &n) && n <= SETTLE_MAX ? (unsigned)n : SETTLE_S;
 }
 
 /* gpuwho's own PID and its live ancestors: never signalled, whatever the snapshot says (with
@@ -258,7 +269,7 @@ int cmd_free(int argc, char **argv)
 	struct free_reset *rs = NULL;
 	char **next = NULL, **verdict = NULL;
 	if (a.yes) {
-		struct free_act_opts ao = {.grace_s = a.grace, .settle_s = SETTLE_S, .proc_root = holders_proc_root(),
+		struct free_act_opts ao = {.grace_s = a.grace, .settle_s = settle_seconds(), .proc_root = holders_proc_root(),
 					   .shm_dir = a.shm ? shm_root() : NULL,
 					   .collect = collect_again, .collect_ctx = &cc, .quiet = false};
 		free_act(&plan, &ao, &rep);

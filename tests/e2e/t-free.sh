@@ -6,6 +6,8 @@
 export LC_ALL=C.UTF-8
 FAKE="$TESTBIN/fake_nvml.so"
 MiB=1048576
+# Memory that never comes back here (a stand-in GPU, a spared holder) need not be waited for 10 s.
+export GPUWHO_FREE_SETTLE_S=2
 
 # The selected GPU's stand-in must be a device nobody else on this host holds, since free signals its
 # holders: nvidia0 is a copy of /dev/net/tun (10:200), not /dev/full, which other tests' holders use.
@@ -24,8 +26,6 @@ mkdevs_free() {
 	[ "$n" = 0 ] || skip "another process holds 10:200 here; free would signal it"
 }
 
-# Whether this build collects ancestors and loads snapshots (src/snapshot.c, not the stub).
-need_snapshots() { "$GPUWHO" snapshot --help >/dev/null 2>&1 || skip "needs gpuwho snapshot (src/snapshot.c)"; }
 
 alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 gone_within() {   # gone_within PID: waits up to 5 s for PID to be gone (or a zombie)
@@ -125,7 +125,6 @@ test_reset_runs_the_configured_command_once_nothing_holds_the_gpu() {
 
 test_shm_removes_only_unheld_segments_of_dead_creators_and_only_with_yes() {
 	mkdevs_free
-	need_snapshots
 	mkdir -p "$TMP/shm"
 	sh -c 'exit 0' & dead=$!; wait $dead
 	head -c 65536 /dev/zero >"$TMP/shm/torch_${dead}_1_42"        # creator dead, nobody holds it
@@ -149,7 +148,6 @@ test_shm_removes_only_unheld_segments_of_dead_creators_and_only_with_yes() {
 
 test_a_process_that_is_no_longer_what_the_snapshot_said_is_never_signalled() {
 	mkdevs_free
-	need_snapshots
 	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
 	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$A mib=2000"
 	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot: exit $?"
@@ -163,7 +161,6 @@ test_a_process_that_is_no_longer_what_the_snapshot_said_is_never_signalled() {
 
 test_a_snapshot_cannot_point_shm_removal_outside_its_folder() {
 	mkdevs_free
-	need_snapshots
 	mkdir -p "$TMP/shm" "$TMP/victim"
 	sh -c 'exit 0' & dead=$!; wait $dead
 	head -c 4096 /dev/zero >"$TMP/shm/torch_${dead}_1_1"
@@ -180,7 +177,6 @@ test_a_snapshot_cannot_point_shm_removal_outside_its_folder() {
 
 test_a_launcher_and_its_workers_go_together() {
 	mkdevs_free
-	need_snapshots
 	spawn sh -c "'$HOLD' '$TMP/w1.ready' --open '$TMP/dev/nvidia0' & '$HOLD' '$TMP/w2.ready' --open '$TMP/dev/nvidia0' & wait"
 	L=$!
 	wait_file "$TMP/w1.ready"; wait_file "$TMP/w2.ready"
@@ -195,7 +191,6 @@ test_a_launcher_and_its_workers_go_together() {
 
 test_workers_reparented_after_the_launcher_was_killed_are_freed() {
 	mkdevs_free
-	need_snapshots
 	spawn sh -c "'$HOLD' '$TMP/w1.ready' --open '$TMP/dev/nvidia0' & '$HOLD' '$TMP/w2.ready' --open '$TMP/dev/nvidia0' & wait"
 	L=$!
 	wait_file "$TMP/w1.ready"; wait_file "$TMP/w2.ready"
@@ -210,7 +205,6 @@ test_workers_reparented_after_the_launcher_was_killed_are_freed() {
 
 test_a_recycled_pid_is_never_signalled() {
 	mkdevs_free
-	need_snapshots
 	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
 	scenario live_only "gpu 0 used_mib=1100" "gpu 1" "proc gpu=0 pid=$A mib=1000"
 	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot"
