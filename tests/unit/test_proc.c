@@ -72,6 +72,35 @@ static int read_stat_with_comm(struct fx *f, const char *comm, char state, int p
 	return r;
 }
 
+static void environ_variable_is_found_by_exact_name(void **state)
+{
+	struct fx *f = *state;
+	static const char env[] = "CUDA_VISIBLE_DEVICES_X=9\0PATH=/bin\0CUDA_VISIBLE_DEVICES=6,7\0HOME=/root";
+	fx_write(f->dir, "environ", env, sizeof env - 1);
+	assert_int_equal(proc_read_environ(f->fd, "CUDA_VISIBLE_DEVICES", &f->p), 0);
+	assert_string_equal(f->p.env_value, "6,7");
+	assert_int_equal(proc_read_environ(f->fd, "HOME", &f->p), 0);
+	assert_string_equal(f->p.env_value, "/root");   /* the last entry, without a trailing NUL */
+}
+
+static void environ_variable_unset_or_empty_file_gives_null(void **state)
+{
+	struct fx *f = *state;
+	static const char env[] = "CUDA_VISIBLE_DEVICES\0X=1\0";   /* a name without '=' is not a value */
+	fx_write(f->dir, "environ", env, sizeof env - 1);
+	assert_int_equal(proc_read_environ(f->fd, "CUDA_VISIBLE_DEVICES", &f->p), 0);
+	assert_null(f->p.env_value);
+	fx_write(f->dir, "environ", "", 0);
+	assert_int_equal(proc_read_environ(f->fd, "X", &f->p), 0);
+	assert_null(f->p.env_value);
+}
+
+static void environ_missing_is_enoent(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(proc_read_environ(f->fd, "X", &f->p), -ENOENT);
+}
+
 static void stat_plain_line_gives_state_ppid_threads_start(void **state)
 {
 	struct fx *f = *state;
@@ -733,6 +762,9 @@ int main(void)
 		T(cmdline_without_trailing_nul_is_kept_whole),
 		T(cmdline_empty_joins_as_bracketed_comm),
 		T(cmdline_missing_is_enoent),
+		T(environ_variable_is_found_by_exact_name),
+		T(environ_variable_unset_or_empty_file_gives_null),
+		T(environ_missing_is_enoent),
 		T(comm_keeps_spaces_and_strips_only_the_newline),
 		cmocka_unit_test(cgroup_docker_cgroupfs_and_systemd_paths),
 		cmocka_unit_test(cgroup_containerd_paths),
