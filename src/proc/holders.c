@@ -297,14 +297,9 @@ static int scan_maps(struct worker *w, int dfd, const char *file, int tid, struc
  * are not (the kernel's exit_files() cleared only the leader's view). */
 static void scan_threads(struct worker *w, int dfd, int pid, struct acc *a)
 {
-	int tfd = openat(dfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0)
+	DIR *d = proc_open_tasks(dfd);
+	if (!d)
 		return;
-	DIR *d = fdopendir(tfd);
-	if (!d) {
-		close(tfd);
-		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		unsigned long long tid;

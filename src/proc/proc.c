@@ -293,16 +293,26 @@ static char task_state(int taskfd, const char *tid)
 	return s ? s[0] : 0;
 }
 
-int proc_read_threads(int piddir, struct proc_info *p)
+DIR *proc_open_tasks(int piddir)
 {
 	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tfd < 0)
-		return -errno;
+		return NULL;
 	DIR *d = fdopendir(tfd);
 	if (!d) {
+		int e = errno;
 		close(tfd);
-		return -errno;
+		errno = e;
 	}
+	return d;
+}
+
+int proc_read_threads(int piddir, struct proc_info *p)
+{
+	DIR *d = proc_open_tasks(piddir);
+	if (!d)
+		return -errno;
+	int tfd = dirfd(d);
 	unsigned counts[128] = {0};
 	unsigned total = 0;
 	struct dirent *de;
@@ -414,14 +424,10 @@ static int wait_rank(char st)
 int proc_read_waits(int piddir, struct proc_info *p)
 {
 	proc_read_wchan(piddir, p);
-	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0)
+	DIR *d = proc_open_tasks(piddir);
+	if (!d)
 		return -errno;
-	DIR *d = fdopendir(tfd);
-	if (!d) {
-		close(tfd);
-		return -errno;
-	}
+	int tfd = dirfd(d);
 	char *best = NULL;
 	int best_rank = 0;
 	bool stack_ok = true;   /* task/TID/stack needs root: stop trying after the first EACCES */
@@ -479,13 +485,10 @@ static void note_missing(struct proc_info *p, const char *what, int err)
 /* Reads task/TID/cmdline of the first thread other than the leader. */
 static void cmdline_from_thread(int piddir, struct proc_info *p)
 {
-	DIR *d = NULL;
-	int tfd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0 || !(d = fdopendir(tfd))) {
-		if (tfd >= 0)
-			close(tfd);
+	DIR *d = proc_open_tasks(piddir);
+	if (!d)
 		return;
-	}
+	int tfd = dirfd(d);
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		unsigned long long tid;

@@ -7,6 +7,7 @@
 #ifndef GPUWHO_PROC_PROC_H
 #define GPUWHO_PROC_PROC_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -72,6 +73,10 @@ int proc_read_environ(int piddir, const char *name, struct proc_info *p);
 
 /* Reads /proc/PID/cgroup and names the container. Returns 0 or -errno. */
 int proc_read_cgroup(int piddir, struct proc_info *p);
+
+/* Opens /proc/PID/task for listing the threads (readdir; dirfd for openat). NULL with errno set
+ * when it cannot be opened. Close with closedir. */
+DIR *proc_open_tasks(int piddir);
 
 /* Reads the state of every thread (task/TID/stat) and fills p->thread_states when they differ
  * from the leader's. Returns 0 or -errno. */
