@@ -1,6 +1,13 @@
 /* diagnose: from a snapshot to findings — per GPU and for the host, a verdict (why the memory is
  * in use), the evidence it rests on, the exact fix and the PIDs involved. Pure: no I/O, no clock,
- * no environment; docs/why.md explains each verdict and FACTS.md the facts behind it. */
+ * no environment; docs/why.md explains each verdict and FACTS.md the facts behind it.
+ *
+ * The layer owns the verdicts and their wording, and the per-GPU account (account.h) they rest on.
+ * It may include snapshot/, the types of nvml/nvml.h, proc/ and sys/, and util.h and escape.h;
+ * never render/, free/ or cmd/ (they call it), and it does no I/O. Its files: diagnose.c (this
+ * header's functions, the order of findings), gpu.c and host.c (the verdicts), classify.c (what
+ * each GPU process is), prose.c (the text helpers); internal.h is what they share, private to
+ * src/diagnose/. */
 #ifndef GPUWHO_DIAGNOSE_H
 #define GPUWHO_DIAGNOSE_H
 

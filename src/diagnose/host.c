@@ -1,0 +1,252 @@
+/* diagnose/host: the host-wide verdicts — NVML, bind mounts, host memory, /dev/shm, zombies, what could not be inspected. */
+#include "diagnose/internal.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+static void verdict_mounts(struct ctx *c)
+{
+	const struct holders_scan *sc = &c->s->scan;
+	if (!sc->nmounts)
+		return;
+	char *more = sc->nmounts > 1 ? xasprintf(" and %zu more NVIDIA device nodes", sc->nmounts - 1) : xstrdup("");
+	struct finding *f = diag_add_finding(c, "bind_mount_not_holder", DIAG_INFO, NULL,
+					     "%s%s %s bind mount%s: fuser's \"kernel mount\" is the mount point, not a holder "
+					     "of GPU memory", sc->mounts[0].mount_point, more, sc->nmounts > 1 ? "are" : "is a",
+					     sc->nmounts > 1 ? "s" : "");
+	free(more);
+	for (size_t i = 0; i < sc->nmounts; i++) {
+		if (i >= DIAG_LIST_MAX) {
+			diag_ev(f, "and %zu more", sc->nmounts - DIAG_LIST_MAX);
+			break;
+		}
+		const struct mount_hit *m = &sc->mounts[i];
+		diag_ev(f, "%s: mount point (%s, source %s, root %s)", m->mount_point, m->fstype ? m->fstype : "?",
+			m->source ? m->source : "?", m->root ? m->root : "?");
+	}
+	diag_ev(f, "fuser prints \"kernel mount\" when a mount point has the same device and inode as the file named "
+		"(psmisc scan_mounts); libnvidia-container bind-mounts /dev/nvidia* into every GPU container; fuser -k "
+		"skips these entries");
+	diag_set_fix(f, "Nothing to do: a mount holds no GPU memory, and no signal or reset is needed for it. The other "
+		     "findings name the real holders.");
+}
+
+/* A shm name the GPU stacks leave behind: PyTorch (torch_*), SGLang (psm_*), NCCL (nccl-*), POSIX semaphores. */
+static bool shm_gpu_name(const char *n)
+{
+	return str_starts(n, "torch_") || str_starts(n, "psm_") || str_starts(n, "nccl-") || str_starts(n, "sem.");
+}
+
+static void verdict_shm(struct ctx *c)
+{
+	const struct snapshot *s = c->s;
+	unsigned long long total = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nshm; i++) {
+		const struct shm_segment *g = &s->shm[i];
+		if (g->nholders == 0 && shm_gpu_name(g->name) && !(g->creator_pid > 0 && g->creator_alive)) {
+			total += g->bytes;
+			n++;
+		}
+	}
+	if (!n)
+		return;
+	char a[48];
+	struct finding *f = diag_add_finding(c, "shm_orphans", total >= DIAG_SHM_ACTION_BYTES ? DIAG_ACTION : DIAG_INFO, NULL,
+					     "/dev/shm: %zu segment%s nobody holds (%s) left by GPU processes that died — remove "
+					     "them", n, n == 1 ? "" : "s", fmt_mib(a, sizeof a, total));
+	char *args = xstrdup("");
+	size_t shown = 0;
+	for (size_t i = 0; i < s->nshm; i++) {
+		const struct shm_segment *g = &s->shm[i];
+		if (g->nholders || !shm_gpu_name(g->name) || (g->creator_pid > 0 && g->creator_alive))
+			continue;
+		if (shown < DIAG_LIST_MAX) {
+			char *creator = g->creator_pid > 0 ? xasprintf("; its creator PID %d is gone", g->creator_pid)
+							   : xstrdup("");
+			diag_ev(f, "/dev/shm/%s: %s in RAM, no process holds it by fd or mapping%s", g->name,
+				fmt_mib(a, sizeof a, g->bytes), creator);
+			free(creator);
+		}
+		if (shown < 16) {
+			char *path = xasprintf("/dev/shm/%s", g->name);
+			char *q = diag_shell_quote(path);
+			char *m = xasprintf("%s %s", args, q);
+			free(path);
+			free(q);
+			free(args);
+			args = m;
+		}
+		shown++;
+		if (g->creator_pid > 0)
+			diag_add_pid(f, g->creator_pid);
+	}
+	if (shown > DIAG_LIST_MAX)
+		diag_ev(f, "and %zu more", shown - DIAG_LIST_MAX);
+	diag_ev(f, "segments count as shared memory (Shmem) until removed; a full /dev/shm makes the next start die with a "
+		"bus error (sglang#28089; torch's file_system sharing strategy)");
+	if (s->scan.ndenied || s->scan.ntimed_out) {
+		f->uncertain = true;
+		diag_ev(f, "uncertain: some processes could not be inspected; one of them may still map a segment");
+	}
+	if (n <= 16)
+		diag_set_fix(f, "`rm --%s` (or `gpuwho free --shm`)", args);
+	else
+		diag_set_fix(f, "`gpuwho free --shm` (removes the %zu segments nobody holds); or by hand, after checking "
+			     "each: `rm --%s ...`", n, args);
+	free(args);
+}
+
+/* Host memory: MemAvailable low, and what GPU processes pin or lock. */
+static void verdict_host_memory(struct ctx *c)
+{
+	const struct snapshot *s = c->s;
+	const struct meminfo *m = &s->mem;
+	bool low = s->mem_ok && m->has_total && m->has_available && m->total &&
+		   m->available * 100 < m->total * DIAG_HOST_LOW_PERCENT;
+	unsigned long long pinned = 0;
+	for (size_t i = 0; i < s->scan.nholders; i++) {
+		const struct proc_info *p = &s->scan.holders[i].info;
+		pinned += (p->vm_pin_kb > p->vm_lck_kb ? p->vm_pin_kb : p->vm_lck_kb) * 1024ull;
+	}
+	if (!low && pinned < DIAG_PINNED_MIN_BYTES)
+		return;
+	struct finding *f;
+	if (low)
+		f = diag_add_finding(c, "host_memory", DIAG_WARNING, NULL,
+				     "host memory is low: %.1f GiB available of %.1f GiB (%.0f%%)", diag_gib(m->available),
+				     diag_gib(m->total), 100.0 * (double)m->available / (double)m->total);
+	else
+		f = diag_add_finding(c, "host_memory", DIAG_INFO, NULL, "GPU processes pin or lock %.1f GiB of host memory",
+				     diag_gib(pinned));
+	if (s->mem_ok && m->has_total && m->has_available)
+		diag_ev(f, "/proc/meminfo: MemTotal %.1f GiB, MemAvailable %.1f GiB", diag_gib(m->total), diag_gib(m->available));
+	if (s->mem_ok && m->has_shmem && m->shmem >= DIAG_GIB)
+		diag_ev(f, "Shmem %.1f GiB: tmpfs and /dev/shm pages, which only removing the files frees", diag_gib(m->shmem));
+	if (s->mem_ok && m->has_mlocked && m->mlocked >= DIAG_GIB)
+		diag_ev(f, "Mlocked %.1f GiB", diag_gib(m->mlocked));
+	size_t named = 0;
+	for (size_t i = 0; i < s->scan.nholders; i++) {
+		const struct proc_info *p = &s->scan.holders[i].info;
+		if (p->vm_pin_kb * 1024ull < DIAG_GIB && p->vm_lck_kb * 1024ull < DIAG_GIB)
+			continue;
+		diag_add_pid(f, p->pid);
+		if (named++ >= DIAG_LIST_MAX)
+			continue;
+		char *pd = diag_pdesc(p);
+		diag_ev(f, "%s: VmPin %.1f GiB, VmLck %.1f GiB, VmRSS %.1f GiB (pinned host buffers: KV cache offload, "
+			"pinned staging)", pd, diag_gib(p->vm_pin_kb * 1024ull), diag_gib(p->vm_lck_kb * 1024ull),
+			diag_gib(p->vm_rss_kb * 1024ull));
+		free(pd);
+	}
+	if (named > DIAG_LIST_MAX)
+		diag_ev(f, "and %zu more", named - DIAG_LIST_MAX);
+	if (named == 0 && low)
+		diag_ev(f, "no GPU holder visible here pins or locks host memory%s", s->host_pidns ? ""
+			: " (this is a child PID namespace: the host's processes are out of sight)");
+	if (low)
+		diag_set_fix(f, "Find what holds it: %sremove leaked /dev/shm segments%s. Serving engines' host-memory flags are "
+			     "per rank (SGLang --hicache-size: 8 ranks x 300 GB = 2.4 TB); `gpuwho plan -- LAUNCH COMMAND` "
+			     "checks a launch before it runs.", named ? "stop the processes above, " : "",
+			     s->host_pidns ? "" : ", and look on the host (`gpuwho why` there)");
+	else
+		diag_set_fix(f, "Nothing to do unless host memory runs short; then these processes are where it went.");
+}
+
+/* Zombies that are not GPU holders (their parents have not reaped them): harmless for the GPU. */
+static void verdict_zombies(struct ctx *c)
+{
+	const struct snapshot *s = c->s;
+	struct finding *f = NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n = pass ? s->nothers : s->scan.nholders;
+		for (size_t i = 0; i < n; i++) {
+			const struct proc_info *p = pass ? &s->others[i] : &s->scan.holders[i].info;
+			if (p->state != 'Z' || p->nthreads > 1)
+				continue;
+			/* NVML listing it makes it a GPU row, reported with its GPU. */
+			bool listed = false;
+			for (size_t g = 0; g < c->d->acct.ngpus && !listed; g++)
+				for (size_t r = 0; r < c->d->acct.gpus[g].nprocs && !listed; r++)
+					listed = c->d->acct.gpus[g].procs[r].info == p;
+			if (listed)
+				continue;
+			if (!f)
+				f = diag_add_finding(c, "zombie", DIAG_INFO, NULL,
+						     "zombie processes (<defunct>) that hold nothing: harmless for the GPU");
+			char *pd = diag_pdesc(p), *par = diag_parent_desc(s, p);
+			diag_ev(f, "%s: exited, its files closed and memory freed; its parent %s has not reaped it yet", pd, par);
+			free(pd);
+			free(par);
+			diag_add_pid(f, p->pid);
+		}
+	}
+	if (f)
+		diag_set_fix(f, "Nothing for the GPU. The parent reaps it when it calls wait(); if the parent never does, ending "
+			     "the parent hands it to PID 1, which does.");
+}
+
+static void verdict_nvml(struct ctx *c)
+{
+	const struct snapshot *s = c->s;
+	if (!s->nvml_asked) {
+		struct finding *f = diag_add_finding(c, "nvml_unavailable", DIAG_INFO, NULL,
+						     "NVML not asked (--no-nvml): GPU memory unknown, holders only");
+		diag_ev(f, "without NVML there is no memory to attribute, so no verdict about leaks or hidden holders");
+		diag_set_fix(f, "Run without --no-nvml for memory verdicts.");
+		return;
+	}
+	if (s->nvml.loaded)
+		return;
+	/* No library and no GPU node: a host without NVIDIA GPUs, not a problem. */
+	bool none = c->d->acct.ngpus == 0 && (s->nvml.rc == NVML_E_NO_LIBRARY || s->nvml.rc == NVML_E_LIBRARY_NOT_FOUND);
+	struct finding *f = diag_add_finding(c, "nvml_unavailable", none ? DIAG_INFO : DIAG_WARNING, NULL, "%s",
+					     none ? "no NVIDIA GPU here: no NVML library and no /dev/nvidiaN"
+						  : "NVML did not answer: GPU memory unknown, so no memory verdict is possible");
+	diag_ev(f, "NVML: %s", s->nvml.error ? s->nvml.error : nvml_error_name(s->nvml.rc));
+	if (none)
+		diag_set_fix(f, "Nothing to do on a host without NVIDIA GPUs.");
+	else if (s->nvml.rc == NVML_E_LIB_RM_VERSION_MISMATCH)
+		diag_set_fix(f, "The library and the kernel driver differ (a driver upgrade without a reboot or module reload): "
+			     "reboot, or reload the nvidia modules when no process uses them.");
+	else if (s->nvml.rc == NVML_E_DRIVER_NOT_LOADED)
+		diag_set_fix(f, "Load the NVIDIA driver (modprobe nvidia) or check `dmesg` for why it failed to load.");
+	else
+		diag_set_fix(f, "Check that libnvidia-ml.so.1 matches the driver (`--nvml PATH` picks another), and run as a "
+			     "user allowed to query the GPUs.");
+}
+
+static void verdict_not_inspected(struct ctx *c)
+{
+	const struct holders_scan *sc = &c->s->scan;
+	if (!sc->ndenied && !sc->ntimed_out)
+		return;
+	struct finding *f = diag_add_finding(c, "not_inspected", DIAG_INFO, NULL,
+					     "%zu process%s could not be inspected: a conclusion that no process holds memory is "
+					     "uncertain", sc->ndenied + sc->ntimed_out,
+					     sc->ndenied + sc->ntimed_out == 1 ? "" : "es");
+	f->uncertain = true;
+	for (size_t i = 0; i < sc->ndenied && i < DIAG_LIST_MAX; i++)
+		diag_ev(f, "PID %d (%s): %s", sc->denied[i].pid, sc->denied[i].comm ? sc->denied[i].comm : "?",
+			sc->denied[i].why ? sc->denied[i].why : "permission denied");
+	if (sc->ndenied > DIAG_LIST_MAX)
+		diag_ev(f, "and %zu more could not be read (permission denied)", sc->ndenied - DIAG_LIST_MAX);
+	for (size_t i = 0; i < sc->ntimed_out; i++) {
+		diag_ev(f, "PID %d (%s): %s — a read that blocks suggests a process in the driver", sc->timed_out[i].pid,
+			sc->timed_out[i].comm ? sc->timed_out[i].comm : "?",
+			sc->timed_out[i].why ? sc->timed_out[i].why : "timed out");
+		diag_add_pid(f, sc->timed_out[i].pid);
+	}
+	diag_set_fix(f, sc->ndenied ? "Run as root (`sudo gpuwho why`) to inspect every process."
+				    : "Re-run; a process whose files cannot be read in time may be stuck in the kernel.");
+}
+
+void diag_host(struct ctx *c)
+{
+	verdict_nvml(c);
+	verdict_mounts(c);
+	verdict_host_memory(c);
+	verdict_shm(c);
+	verdict_zombies(c);
+	verdict_not_inspected(c);
+}
