@@ -44,7 +44,7 @@ $(BUILD)/tests/%.so: tests/lib/%.c
 
 tests: $(BUILD)/gpuwho $(UNIT) $(HELPERS) $(TESTLIBS)
 
-# Runs every unit and end-to-end test; the last line is "N passed, N failed".
+# Runs every unit and end-to-end test; the last line is "N passed, N failed, N skipped".
 check: tests
 	BUILD=$(BUILD) tests/run
 

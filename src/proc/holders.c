@@ -1,7 +1,10 @@
 /* holders: the holder engine. Walks every /proc/PID in parallel, stats each open fd (matching
  * character devices by st_rdev, other files by st_dev+st_ino), reads maps for mapping-only
  * holders, and looks into task/TID/ when a group leader has exited. Each process's reads are
- * bounded in time by a watchdog: a process in D state cannot stall the scan. */
+ * bounded in time by a watchdog: a process in D state cannot stall the scan.
+ * Over 700 lines on purpose: the scan, its worker pool and the watchdog that replaces stuck
+ * workers share one context and one lock; split across files, that locking would be harder to
+ * check than it is to read here in one place. */
 #include "proc/holders.h"
 #include "sys/devices.h"
 #include "sys/mounts.h"
