@@ -17,4 +17,8 @@ char *escape_str(const char *s);
  * (the JSON encoder escapes them). */
 char *escape_utf8(const char *s, size_t len);
 
+/* s as one single-quoted shell word ('it'\''s'), malloc'ed: safe to paste after a command. The
+ * bytes stay raw, so a word with control characters still needs escape_term to be shown. */
+char *escape_shell(const char *s);
+
 #endif

@@ -8,6 +8,7 @@
 #include "free/plan.h"
 #include "render/render.h"
 #include "snapshot/snapshot.h"
+#include "proc/holders.h"
 #include "sys/shm.h"
 #include "util.h"
 
@@ -34,30 +35,36 @@ static const char usage[] =
 	"more) and reports per GPU: memory before and after, who exited on which signal, who did not and\n"
 	"why, and the next step.\n"
 	"\n"
-	"Whom it signals: the processes holding the selected GPUs (by NVML or by their device files,\n"
-	"including zombie leaders with live threads), their launchers up to the job's root (the walk\n"
-	"up stops below PID 1, service managers, container runtimes, schedulers and interactive\n"
-	"shells), and the job's other processes holding NVIDIA device files. Never: PID 1, gpuwho and\n"
-	"its ancestors, kernel threads, system GPU services and display servers (nvidia-persistenced,\n"
-	"nv-hostengine, nvidia-fabricmanager, dcgm*, Xorg, Xwayland, compositors) unless --include\n"
-	"names them, other users' processes unless --all-users (as root), and processes (or jobs) that\n"
-	"also use GPUs not selected unless --spill. Processes outside this PID namespace cannot be\n"
-	"signalled from here: run gpuwho on the host. Each signal goes through a pidfd opened before the\n"
-	"process's start time is checked against the plan's, so a recycled PID is never hit.\n"
+	"Whom it signals: processes with evidence that they are the selected GPUs' job. A holder is\n"
+	"signalled when NVML lists it on the GPU and it holds the GPU's device file or a CUDA context\n"
+	"(/dev/nvidia-uvm), when it holds the device file with a CUDA context, or when it holds the\n"
+	"device file and its process group or session is an exited PID NVML still lists (an heir).\n"
+	"Then the holders' launchers up to the job's root (the walk up stops below PID 1, service\n"
+	"managers, container runtimes, schedulers and interactive shells), and the job's other\n"
+	"processes with a CUDA context. Never: PID 1, gpuwho and its ancestors, kernel threads, system\n"
+	"GPU services and display servers (nvidia-persistenced, nv-hostengine, nvidia-fabricmanager,\n"
+	"MPS daemons, dcgm*, Xorg, Xwayland, compositors) unless --include names them; monitors (they\n"
+	"hold the device without a CUDA context: nvidia-smi, nvitop, exporters) and PIDs NVML lists that\n"
+	"hold no NVIDIA file (a reused PID?) unless --include gives their PID; other users' processes\n"
+	"unless --all-users (as root); processes (or jobs) that also use GPUs not selected unless\n"
+	"--spill. Processes outside this PID namespace cannot be signalled from here: run gpuwho on the\n"
+	"host. Right before the signals, through a pidfd opened first, each process must still be the\n"
+	"planned one (start time, owner, name) and still hold what made it a target (docs/free.md).\n"
 	"\n"
 	"GPU selectors: an index (0), a UUID (GPU-...), a PCI bus id (0000:65:00.0) or /dev/nvidiaN.\n"
 	"\n"
 	"Options:\n"
 	"  --yes            act (default: dry run)\n"
 	"  --grace SECONDS  SIGTERM to SIGKILL (0..3600, default 10)\n"
-	"  --include NAME   signal a protected process named NAME (repeatable)\n"
+	"  --include NAME|PID  signal a protected process named NAME, or the process PID that\n"
+	"                   was spared as a monitor or for lack of evidence (repeatable)\n"
 	"  --all-users      signal other users' processes too (root only)\n"
 	"  --spill          signal processes and jobs that also use GPUs not selected\n"
 	"  --shm            also remove /dev/shm segments whose creator has exited and that nobody holds\n"
 	"  --reset          with --yes, as root, once no process holds the GPU: run\n"
 	"                   `nvidia-smi --gpu-reset -i N` ($GPUWHO_RESET_CMD replaces nvidia-smi)\n"
-	"  --from FILE      plan from a snapshot (gpuwho snapshot -o FILE); with --yes the live\n"
-	"                   processes must still have the snapshot's start times\n"
+	"  --from FILE      plan from a snapshot (gpuwho snapshot -o FILE): a dry run only; --yes\n"
+	"                   with --from is refused, since the snapshot's PIDs may be others' now\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
 	CLI_COMMON_HELP
@@ -68,10 +75,10 @@ static const char usage[] =
 	"  gpuwho free 0 --yes --grace 30 --shm\n"
 	"\n"
 	"Exit status: dry run: 0 plan printed (whether or not it would free everything: see the\n"
-	"\"Not signalled\" list), 2 bad usage or an unknown GPU, 3 nothing could be inspected or the\n"
-	"--from file could not be loaded. --yes: 0 every selected GPU is free (no process holds memory\n"
-	"on it and NVML's used memory is below 256 MiB) and every asked reset and /dev/shm removal\n"
-	"succeeded; 1 otherwise; 2 and 3 as above.\n";
+	"\"Not signalled\" list), 2 bad usage (--yes with --from too) or an unknown GPU, 3 nothing\n"
+	"could be inspected or the --from file could not be loaded. --yes: 0 every selected GPU is\n"
+	"free (no process holds memory on it and NVML's used memory is below 256 MiB) and every asked\n"
+	"reset and /dev/shm removal succeeded; 1 otherwise; 2 and 3 as above.\n";
 
 enum { OPT_YES = 1000, OPT_GRACE, OPT_INCLUDE, OPT_ALL_USERS, OPT_SPILL, OPT_SHM, OPT_RESET };
 
@@ -135,6 +142,51 @@ static int *live_self(const char *proc_root, size_t *n)
 	*n = na + 1;
 	free(anc);
 	return v;
+}
+
+static bool has_control_bytes(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* MPS is running: free ends its clients (they hold CUDA contexts) and spares the daemons, which
+ * serve every client; stopping MPS is `quit` to its control daemon, through the pipe folder that
+ * daemon was started with ($CUDA_MPS_PIPE_DIRECTORY in its environment, when set). */
+static char *mps_note(const struct cli *c, int pid)
+{
+	char *head = xasprintf("MPS is running (nvidia-cuda-mps-control, PID %d): free ends its clients and leaves the "
+			       "MPS daemons, which serve every client. To stop MPS once nothing needs it: ", pid);
+	char *cmd = NULL;
+	if (!c->from) {
+		struct holders_opts ho = {.proc_root = holders_proc_root(), .env_name = "CUDA_MPS_PIPE_DIRECTORY"};
+		struct proc_info *p = NULL;
+		size_t n = 0, nnotes = 0;
+		char **notes = NULL;
+		if (holders_read_procs(&ho, &pid, 1, &p, &n, &notes, &nnotes) == 0 && n == 1 && !p->env_err) {
+			if (!p->env_value)
+				cmd = xstrdup("echo quit | nvidia-cuda-mps-control");
+			else if (!has_control_bytes(p->env_value)) {
+				char *q = escape_shell(p->env_value);
+				cmd = xasprintf("echo quit | CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control", q);
+				free(q);
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			proc_info_free(&p[i]);
+		free(p);
+		for (size_t i = 0; i < nnotes; i++)
+			free(notes[i]);
+		free(notes);
+	}
+	char *note = cmd ? xasprintf("%s%s", head, cmd)
+			 : xasprintf("%secho quit | CUDA_MPS_PIPE_DIRECTORY=DIR nvidia-cuda-mps-control, with the DIR of "
+				     "PID %d's CUDA_MPS_PIPE_DIRECTORY (/tmp/nvidia-mps when it has none)", head, pid);
+	free(head);
+	free(cmd);
+	return note;
 }
 
 struct collect_ctx {
@@ -226,6 +278,13 @@ int cmd_free(int argc, char **argv)
 		free(a.include);
 		return EXIT_USAGE;
 	}
+	/* A snapshot's PIDs are history: by now any of them may be another process, of anyone. */
+	if (a.yes && c.from) {
+		cli_error(&c, "refusing --yes with --from: a snapshot's PIDs may belong to other processes by now; run "
+			      "gpuwho free on the live host (--from makes a dry run only)");
+		free(a.include);
+		return EXIT_USAGE;
+	}
 	/* Signals go to this PID namespace (pidfd_open), so the start-time check must read its /proc. */
 	if (a.yes && strcmp(holders_proc_root(), "/proc")) {
 		cli_error(&c, "refusing --yes with GPUWHO_PROC_ROOT set: the checks would read another /proc than the "
@@ -264,6 +323,8 @@ int cmd_free(int argc, char **argv)
 		code = EXIT_CANNOT;
 		goto out;
 	}
+	if (plan.mps_control)
+		strv_push(&plan.notes, &plan.nnotes, mps_note(&c, plan.mps_control));
 
 	struct free_report rep = {0};
 	struct free_reset *rs = NULL;

@@ -1,5 +1,6 @@
 /* diagnose/host: the host-wide verdicts — NVML, bind mounts, host memory, /dev/shm, zombies, what could not be inspected. */
 #include "diagnose/internal.h"
+#include "escape.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -70,7 +71,7 @@ static void verdict_shm(struct ctx *c)
 		}
 		if (shown < 16) {
 			char *path = xasprintf("/dev/shm/%s", g->name);
-			char *q = diag_shell_quote(path);
+			char *q = escape_shell(path);
 			char *m = xasprintf("%s %s", args, q);
 			free(path);
 			free(q);

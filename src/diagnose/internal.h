@@ -64,8 +64,6 @@ double diag_gib(unsigned long long b);
  * size"; malloc'ed. */
 char *diag_amount(unsigned long long bytes, bool unknown);
 
-/* s as one shell word in single quotes, malloc'ed. */
-char *diag_shell_quote(const char *s);
 
 /* ---------- classify.c: what each GPU process is ---------- */
 

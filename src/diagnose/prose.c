@@ -161,24 +161,3 @@ char *diag_parent_desc(const struct snapshot *s, const struct proc_info *p)
 	const struct proc_info *pp = snapshot_find_proc(s, p->ppid);
 	return pp ? diag_pdesc(pp) : xasprintf("PID %d", p->ppid);
 }
-
-/* A shell word: the name in single quotes, each ' written as '\''. */
-char *diag_shell_quote(const char *s)
-{
-	size_t n = 3;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *q = xmalloc(n), *o = q;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return q;
-}

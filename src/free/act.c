@@ -1,6 +1,7 @@
 /* free/act: signals a free plan's processes through pidfds, waits for them and for the memory, and
  * cleans up /dev/shm leftovers — re-checking every fact the plan rests on right before acting. */
 #include "free/act.h"
+#include "proc/holders.h"
 #include "util.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ const char *free_outcome_name(enum free_outcome o)
 	case FREE_OUT_GONE: return "gone_before";
 	case FREE_OUT_REUSED: return "pid_reused";
 	case FREE_OUT_CHANGED: return "changed";
+	case FREE_OUT_NO_LONGER: return "no_longer_holds";
 	case FREE_OUT_DENIED: return "not_permitted";
 	case FREE_OUT_FAILED: return "failed";
 	case FREE_OUT_TERM: return "exited_on_sigterm";
@@ -221,9 +223,10 @@ static bool arm(int procfd, const struct free_proc *fp, struct victim *v, struct
 	/* The plan judged the snapshot's uid, name and kind (protected daemons, other users, kernel
 	 * threads). The same process may have exec'd since, or a --from snapshot may not describe
 	 * this host: judge again what the live process is, before any signal. */
+	/* A name the snapshot could not read proves nothing: such a process is never signalled. */
 	struct proc_info live;
 	bool same = proc_read_brief(procfd, fp->pid, &live) == 0 && !live.kthread && live.uid == fp->info->uid &&
-		    (!fp->info->comm || (live.comm && !strcmp(live.comm, fp->info->comm)));
+		    fp->info->comm && live.comm && !strcmp(live.comm, fp->info->comm);
 	proc_info_free(&live);
 	if (!same) {
 		res->outcome = FREE_OUT_CHANGED;
@@ -405,6 +408,70 @@ static void remove_shm(const struct free_plan *plan, const struct free_act_opts 
 	close(dfd);
 }
 
+/* Drops victim i: not signalled, with outcome out. */
+static void disarm(struct victim *v, bool *ok, struct free_result *res, enum free_outcome out)
+{
+	*ok = false;
+	res->outcome = out;
+	if (v->fd >= 0)
+		close(v->fd);
+	v->fd = -1;
+}
+
+/* The second judgement, as a holder: one bounded holder-engine pass over the armed targets that
+ * held GPU files, against the snapshot's NVIDIA nodes; each must still hold one of the files that
+ * made it a target (fp->held). A launcher must still be an ancestor of the holder it was found
+ * from. Last, each pidfd must still name a live process: while it lives its PID cannot be reused,
+ * so what /proc showed above was that process's own. */
+static void recheck(const struct free_plan *plan, const struct free_act_opts *o, int procfd, struct victim *vs,
+		    bool *ok, struct free_result *res, size_t n)
+{
+	const struct holders_scan *snap = &plan->snap->scan;
+	int *pids = xcalloc(n + 1, sizeof *pids);
+	size_t np = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ok[i] && plan->procs[i].nheld)
+			pids[np++] = plan->procs[i].pid;
+	struct holders_scan live = {0};
+	if (np) {
+		struct target *t = xcalloc(snap->ntargets + 1, sizeof *t);
+		for (size_t k = 0; k < snap->ntargets; k++)
+			t[k] = target_copy(&snap->targets[k]);
+		struct holders_opts ho = {.proc_root = o->proc_root, .pids = pids, .npids = np};
+		holders_scan(&ho, t, snap->ntargets, &live);   /* takes t */
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct free_proc *fp = &plan->procs[i];
+		if (!ok[i])
+			continue;
+		bool still = false;
+		if (fp->nheld) {
+			for (size_t h = 0; h < live.nholders && !still; h++) {
+				const struct holder *lh = &live.holders[h];
+				for (size_t k = 0; lh->info.pid == fp->pid && k < lh->nholds && !still; k++)
+					for (size_t e = 0; e < fp->nheld && !still; e++)
+						still = lh->holds[k].target == fp->held[e];
+			}
+		} else if (fp->role == FREE_ROLE_LAUNCHER) {
+			size_t na;
+			int *anc = proc_ancestors(procfd, fp->via, &na);
+			for (size_t k = 0; k < na && !still; k++)
+				still = anc[k] == fp->pid;
+			free(anc);
+		} else {
+			still = true;   /* no holding behind it to re-check (planned with --include PID) */
+		}
+		if (!still)
+			disarm(&vs[i], &ok[i], &res[i], FREE_OUT_NO_LONGER);
+		else if (vs[i].fd >= 0 && pidfd_signal_(vs[i].fd, 0) < 0) {
+			res[i].err = errno;
+			disarm(&vs[i], &ok[i], &res[i], errno == ESRCH ? FREE_OUT_GONE : FREE_OUT_FAILED);
+		}
+	}
+	holders_scan_free(&live);
+	free(pids);
+}
+
 void free_act(const struct free_plan *plan, const struct free_act_opts *o, struct free_report *r)
 {
 	memset(r, 0, sizeof *r);
@@ -420,17 +487,26 @@ void free_act(const struct free_plan *plan, const struct free_act_opts *o, struc
 		vs[i].fd = -1;   /* never close(0) for a victim that was not armed */
 	size_t armed = 0;
 
+	/* First every target is pinned by a pidfd and judged again as a process (arm), then as a holder
+	 * (recheck); only then does any signal go out, so a target's check cannot see a world that the
+	 * signals to the others already changed. */
+	bool *ok = xcalloc(n + 1, sizeof *ok);
+	for (size_t i = 0; i < n && procfd >= 0; i++) {
+		bool warned = r->no_pidfd;
+		ok[i] = arm(procfd, &plan->procs[i], &vs[i], &r->procs[i], &r->no_pidfd);
+		if (r->no_pidfd && !warned)
+			fprintf(stderr, "gpuwho free: warning: this kernel has no pidfd_open (Linux < 5.3): signalling with "
+					"kill(2) right after checking each start time; a PID recycled in between could be hit\n");
+	}
+	if (procfd >= 0)
+		recheck(plan, o, procfd, vs, ok, r->procs, n);
+
 	/* SIGTERM first: a server that gets the chance tears its workers and its CUDA contexts down. */
 	for (size_t i = 0; i < n && procfd >= 0; i++) {
 		const struct free_proc *fp = &plan->procs[i];
 		struct free_result *res = &r->procs[i];
-		vs[i].fd = -1;
-		bool warned = r->no_pidfd;
-		if (!arm(procfd, fp, &vs[i], res, &r->no_pidfd))
+		if (!ok[i])
 			continue;
-		if (r->no_pidfd && !warned)
-			fprintf(stderr, "gpuwho free: warning: this kernel has no pidfd_open (Linux < 5.3): signalling with "
-					"kill(2) right after checking each start time; a PID recycled in between could be hit\n");
 		int e = send(procfd, &vs[i], SIGTERM);
 		if (e == -ESRCH) {
 			res->outcome = FREE_OUT_GONE;
@@ -449,6 +525,7 @@ void free_act(const struct free_plan *plan, const struct free_act_opts *o, struc
 			vs[i].fd = -1;
 		}
 	}
+	free(ok);
 	if (armed && !o->quiet)
 		fprintf(stderr, "gpuwho free: sent SIGTERM to %zu process%s; waiting up to %u s before SIGKILL\n", armed,
 			armed == 1 ? "" : "es", o->grace_s);

@@ -17,6 +17,9 @@ enum free_outcome {
 	FREE_OUT_REUSED,         /* its PID now belongs to another process (start time differs): untouched */
 	FREE_OUT_CHANGED,        /* same process, but its owner or name is not the plan's (it exec'd, or the
 				  * --from snapshot was not this host's): untouched */
+	FREE_OUT_NO_LONGER,      /* same process, but right before the signal it no longer held what made it
+				  * a target (the GPU's node, /dev/nvidia-uvm; a launcher: the holder below
+				  * it): untouched */
 	FREE_OUT_DENIED,         /* the kernel refused the signal (EPERM) */
 	FREE_OUT_FAILED,         /* another error (err says which) */
 	FREE_OUT_TERM,           /* exited after SIGTERM */
@@ -91,8 +94,11 @@ struct free_report {
 	bool all_free;                 /* every selected GPU is free */
 };
 
-/* Acts on the plan: SIGTERM (and SIGCONT to stopped processes) to every process plan->procs[0..
- * nsignal) whose start time still matches, waits up to grace_s for them to exit, SIGKILLs the rest,
+/* Acts on the plan: opens a pidfd for every process plan->procs[0..nsignal), then checks through
+ * /proc that it is still the planned process (start time, owner, name, not a kernel thread) and
+ * still holds what made it a target (fp->held; a launcher: still an ancestor of its holder), and
+ * that the pidfd's process is still alive (so those reads were its own); then sends SIGTERM (and
+ * SIGCONT to stopped processes) to those that pass, waits up to grace_s for them to exit, SIGKILLs the rest,
  * waits for exits and for memory, re-collecting through o->collect, at most settle_s more; then
  * removes the planned /dev/shm segments that are still leaked. Fills *r (free with
  * free_report_release). Never signals a process whose start time differs from the snapshot's. */
@@ -100,8 +106,9 @@ void free_act(const struct free_plan *plan, const struct free_act_opts *o, struc
 
 void free_report_release(struct free_report *r);
 
-/* The text of an outcome for JSON: "not_signalled", "gone_before", "pid_reused", "not_permitted",
- * "failed", "exited_on_sigterm", "exited_on_sigkill", "still_alive". */
+/* The text of an outcome for JSON: "not_signalled", "gone_before", "pid_reused", "changed",
+ * "no_longer_holds", "not_permitted", "failed", "exited_on_sigterm", "exited_on_sigkill",
+ * "still_alive". */
 const char *free_outcome_name(enum free_outcome o);
 
 /* What stands in the way of resetting GPU slot `slot` of the report's re-collected account: one

@@ -9,13 +9,16 @@
 
 /* ---------------------------------------------------------------- names */
 
-/* System GPU services and display servers: killing them takes the GPU away from everyone (fabric
- * manager, DCGM) or the desktop down; persistence daemons come back and hold the node again. An
- * entry ending in '*' is a prefix. */
+/* System GPU services, monitors and display servers: killing them takes the GPU away from everyone
+ * (fabric manager, DCGM, MPS: its clients would all lose their server) or the desktop down;
+ * persistence daemons come back and hold the node again; monitors hold no memory. An entry ending
+ * in '*' is a prefix. The evidence rules (monitor, no_evidence) spare such processes whatever their
+ * names; the names add the daemons that do have a CUDA context (MPS server, DCGM). */
 static const char *const protected_names[] = {
 	"nvidia-persistenced", "nv-hostengine", "nvidia-fabricmanager", "nv-fabricmanager", "nvidia-powerd",
-	"dcgm*", "Xorg", "X", "Xwayland", "gnome-shell", "kwin_wayland", "kwin_x11", "kwin", "mutter", "sway",
-	"weston", "Hyprland", "wayfire", "gdm*",
+	"nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "dcgm*", "nvidia-smi", "nvitop", "nvtop", "gpustat",
+	"nvidia_gpu_exporter", "nvidia-gpu-exporter", "Xorg", "X", "Xwayland", "gnome-shell", "kwin_wayland",
+	"kwin_x11", "kwin", "mutter", "sway", "weston", "Hyprland", "wayfire", "gdm*",
 };
 
 /* Where the walk up from a holder stops: init systems, container runtimes, session and remote
@@ -91,6 +94,17 @@ static bool included(const struct free_plan_opts *o, const struct proc_info *p, 
 	return false;
 }
 
+/* True when --include names p by its PID (the only way to signal a monitor or a process without
+ * evidence: a name would match every nvidia-smi). */
+static bool included_pid(const struct free_plan_opts *o, int pid)
+{
+	unsigned long long n;
+	for (size_t i = 0; i < o->ninclude; i++)
+		if (parse_uint(o->include[i], &n) && n == (unsigned long long)pid)
+			return true;
+	return false;
+}
+
 /* A shell that is not running a script or a -c command: the user's interactive (or login) shell,
  * whose job is everything typed into it, not only this one. Unreadable command line: assume so. */
 static bool interactive_shell(const struct proc_info *p)
@@ -136,6 +150,8 @@ const char *free_skip_name(enum free_skip k)
 	case FREE_SKIP_OUTSIDE: return "outside_namespace";
 	case FREE_SKIP_EXITED: return "exited";
 	case FREE_SKIP_ZOMBIE: return "zombie";
+	case FREE_SKIP_MONITOR: return "monitor";
+	case FREE_SKIP_NO_EVIDENCE: return "no_evidence";
 	}
 	return "unknown";
 }
@@ -300,6 +316,100 @@ static long plan_find(const struct free_plan *pl, int pid)
 	return -1;
 }
 
+/* True when t is the node of a GPU the plan selected. */
+static bool selected_node(const struct free_plan *pl, const struct target *t)
+{
+	for (size_t g = 0; g < pl->acct.ngpus; g++)
+		if (pl->sel[g] && pl->acct.gpus[g].target == t)
+			return true;
+	return false;
+}
+
+static void add_evidence(struct free_proc *fp, char *line)
+{
+	strv_push(&fp->evidence, &fp->nevidence, line);
+}
+
+/* The kernel's evidence that p (a HOLDER or PEER) is part of a selected GPU's job, recorded in
+ * fp->evidence and fp->held. Returns FREE_SIGNAL when it suffices; else FREE_SKIP_MONITOR or
+ * FREE_SKIP_NO_EVIDENCE with *why. The rules (docs/free.md):
+ *  - a CUDA context is /dev/nvidia-uvm held: every CUDA process opens it, while NVML clients and the
+ *    MPS control daemon hold, and even map, /dev/nvidiaN without it (seen on an H200, driver 580);
+ *  - a holder is a target when NVML lists it on a selected GPU and it holds that node or a CUDA
+ *    context, or it holds the node with a CUDA context, or it holds the node and its process group
+ *    or session is a PID NVML lists there that has exited (a forked heir keeps its parent's group);
+ *  - a process holding the node with none of these is a monitor; a PID NVML names that holds no
+ *    NVIDIA file has no evidence at all (NVML keeps naming an exited holder's PID, which the kernel
+ *    may give to anyone);
+ *  - a peer (reached through the job's parent chain) is a target with a CUDA context. */
+static enum free_skip evidence(const struct free_plan *pl, const struct snapshot *s, const struct proc_info *p,
+			       const struct holder *h, struct free_proc *fp, char **why)
+{
+	bool node = false, uvm = false, any = false, heir = false;
+	char mb[32];
+	for (size_t i = 0; h && i < h->nholds; i++) {
+		const struct hold *hd = &h->holds[i];
+		const struct target *t = &s->scan.targets[hd->target];
+		any = true;
+		bool is_node = selected_node(pl, t), is_uvm = t->kind && !strcmp(t->kind, "uvm");
+		if (!is_node && !is_uvm)
+			continue;
+		node |= is_node;
+		uvm |= is_uvm;
+		fp->held = xrealloc(fp->held, (fp->nheld + 1) * sizeof *fp->held);
+		fp->held[fp->nheld++] = hd->target;
+		add_evidence(fp, xasprintf("holds %s (%s%s%s%s)%s", t->path, hd->means & HOLD_FD ? "fd" : "",
+					   (hd->means & HOLD_FD) && (hd->means & HOLD_MMAP) ? "+" : "",
+					   hd->means & HOLD_MMAP ? "mmap" : "",
+					   hd->means & HOLD_THREAD ? " through a live thread" : "",
+					   is_uvm ? ": a CUDA context" : ""));
+	}
+	if (fp->in_nvml) {
+		char *gl = free_gpu_label(&pl->acct.gpus[fp->slots[0]]);
+		if (fp->used_unknown)
+			add_evidence(fp, xasprintf("NVML lists it on %s (memory unknown)", gl));
+		else
+			add_evidence(fp, xasprintf("NVML lists it on %s with %s", gl, fmt_mib(mb, sizeof mb, fp->used_bytes)));
+		free(gl);
+	}
+	/* Descent from an exited holder: its process group or session is that PID. */
+	for (size_t g = 0; g < pl->acct.ngpus && (p->pgid > 0 || p->sid > 0); g++) {
+		const struct account_gpu *ag = &pl->acct.gpus[g];
+		for (size_t r = 0; pl->sel[g] && r < ag->nprocs; r++) {
+			const struct account_proc *row = &ag->procs[r];
+			if (row->kind != ACCOUNT_EXITED || row->pid == p->pid)
+				continue;
+			if (row->pid == p->pgid)
+				add_evidence(fp, xasprintf("pgid %d: the process group of PID %d, which NVML lists and which "
+							   "has exited", p->pgid, row->pid));
+			else if (row->pid == p->sid)
+				add_evidence(fp, xasprintf("sid %d: the session of PID %d, which NVML lists and which has "
+							   "exited", p->sid, row->pid));
+			else
+				continue;
+			heir = true;
+		}
+	}
+	if (!any) {
+		*why = fp->in_nvml ? xasprintf("NVML lists PID %d, but it holds no NVIDIA device file: NVML can go on naming "
+					       "an exited holder's PID, which the kernel may have given to this process; "
+					       "add --include %d to signal it anyway", p->pid, p->pid)
+				   : xasprintf("holds no NVIDIA device file; add --include %d to signal it anyway", p->pid);
+		return FREE_SKIP_NO_EVIDENCE;
+	}
+	if (fp->role == FREE_ROLE_PEER ? uvm : (fp->in_nvml && (node || uvm)) || (node && (uvm || heir)))
+		return FREE_SIGNAL;
+	if (node || fp->role == FREE_ROLE_PEER) {
+		*why = xasprintf("holds the GPU's device files without a CUDA context (no /dev/nvidia-uvm) and NVML lists "
+				 "no memory for it: a monitoring client (nvidia-smi, nvitop, an exporter); add --include "
+				 "%d to signal it anyway", p->pid);
+		return FREE_SKIP_MONITOR;
+	}
+	*why = xasprintf("holds NVIDIA control files but no node of a selected GPU and no CUDA context; add --include "
+			 "%d to signal it anyway", p->pid);
+	return FREE_SKIP_NO_EVIDENCE;
+}
+
 /* Adds p to the plan as a member of a job: a HOLDER when it is on a selected GPU, a PEER when it
  * holds other NVIDIA nodes, else a LAUNCHER (reached from `via`). Judges it, spill included. */
 static size_t add_member(struct free_plan *pl, const struct snapshot *s, const struct free_plan_opts *o,
@@ -333,8 +443,17 @@ static size_t add_member(struct free_plan *pl, const struct snapshot *s, const s
 		fp->role = FREE_ROLE_LAUNCHER;
 		fp->via = via;
 		fp->why = xasprintf("launcher: an ancestor of PID %d", via);
+		add_evidence(fp, xasprintf("an ancestor of PID %d through the parent PIDs (/proc/PID/stat)", via));
 	}
+	char *ev_why = NULL;
+	enum free_skip ev = fp->role == FREE_ROLE_LAUNCHER ? FREE_SIGNAL : evidence(pl, s, p, h, fp, &ev_why);
 	fp->skip = judge(s, o, p, &fp->skip_why);
+	if (fp->skip == FREE_SIGNAL && ev != FREE_SIGNAL && !included_pid(o, p->pid)) {
+		fp->skip = ev;
+		fp->skip_why = ev_why;
+		ev_why = NULL;
+	}
+	free(ev_why);
 	if (fp->skip == FREE_SIGNAL && unsel >= 0 && !o->spill) {
 		char *gl = free_gpu_label(&pl->acct.gpus[unsel]);
 		fp->skip = FREE_SKIP_SPILL;
@@ -566,6 +685,18 @@ static void plan_shm(struct free_plan *pl, const struct snapshot *s, const struc
 	}
 }
 
+/* A running MPS control daemon (by its command line: the server's comm is the same 15 bytes). */
+static int find_mps_control(const struct snapshot *s)
+{
+	for (size_t i = 0; i < s->scan.nholders + s->nothers; i++) {
+		const struct proc_info *p = i < s->scan.nholders ? &s->scan.holders[i].info : &s->others[i - s->scan.nholders];
+		const char *a0 = argv0_base(p);
+		if (a0 && !strcmp(a0, "nvidia-cuda-mps-control") && p->state != 'Z')
+			return p->pid;
+	}
+	return 0;
+}
+
 static void plan_notes(struct free_plan *pl, const struct snapshot *s)
 {
 	if (!pl->acct.nvml_ok)
@@ -600,6 +731,7 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 {
 	memset(out, 0, sizeof *out);
 	*err = NULL;
+	out->snap = s;
 	bool host = s->host_pidns;
 	account_from_snapshot(s, &out->acct);
 	out->sel = xcalloc(out->acct.ngpus + 1, sizeof *out->sel);
@@ -660,6 +792,7 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 	tally_gpus(out);
 	if (o->shm)
 		plan_shm(out, s, o);
+	out->mps_control = find_mps_control(s);
 	plan_notes(out, s);
 	return 0;
 }
@@ -672,6 +805,10 @@ void free_plan_release(struct free_plan *p)
 		free(p->procs[i].why);
 		free(p->procs[i].skip_why);
 		free(p->procs[i].slots);
+		free(p->procs[i].held);
+		for (size_t k = 0; k < p->procs[i].nevidence; k++)
+			free(p->procs[i].evidence[k]);
+		free(p->procs[i].evidence);
 	}
 	free(p->procs);
 	for (size_t i = 0; i < p->nshm; i++)

@@ -40,6 +40,10 @@ enum free_skip {
 	FREE_SKIP_OUTSIDE,     /* outside this PID namespace: cannot be signalled from here */
 	FREE_SKIP_EXITED,      /* already exited: its memory is held by the heirs of its files */
 	FREE_SKIP_ZOMBIE,      /* a zombie with no live thread: only its parent can reap it */
+	FREE_SKIP_MONITOR,     /* holds the GPU's node without a CUDA context and NVML lists no memory
+				* for it: an NVML client (nvidia-smi, nvitop, an exporter) */
+	FREE_SKIP_NO_EVIDENCE, /* nothing the kernel shows ties it to the GPU: NVML names its PID, but it
+				* holds no NVIDIA device file (a PID reused after the holder exited?) */
 };
 
 struct free_proc {
@@ -49,6 +53,14 @@ struct free_proc {
 	enum free_role role;
 	enum free_skip skip;
 	char *why;                     /* one line: the role ("holds GPU 0", "launcher of 1234") */
+	char **evidence;               /* what the kernel (and NVML) showed that makes it part of the job,
+					* one fact a line ("holds /dev/nvidia0 (fd+mmap)", "pgid 1234
+					* (exited)"); act re-checks the holding right before a signal */
+	size_t nevidence;
+	size_t *held;                  /* indexes into snap->scan.targets of what it held as evidence (a
+					* selected GPU's node, /dev/nvidia-uvm): act signals it only while it
+					* still holds one of them; none for launchers */
+	size_t nheld;
 	char *skip_why;                /* one line: why it is not signalled, with the option that
 					* would change that; NULL when signalled */
 	int job_root;                  /* PID of the root of its job (itself when nothing above) */
@@ -80,7 +92,8 @@ struct free_shm {
 };
 
 struct free_plan_opts {
-	const char *const *include;    /* --include NAME...: protected names to signal after all */
+	const char *const *include;    /* --include NAME|PID...: protected names, or PIDs spared as
+					* monitors or for lack of evidence, to signal after all */
 	size_t ninclude;
 	bool all_users;                /* --all-users */
 	bool spill;                    /* --spill */
@@ -92,7 +105,8 @@ struct free_plan_opts {
 };
 
 struct free_plan {
-	struct account acct;              /* the per-GPU join it rests on (borrows from the snapshot) */
+	const struct snapshot *snap;   /* what it was made from (borrowed): act re-checks its targets */
+	struct account acct;           /* the per-GPU join it rests on (borrows from the snapshot) */
 	bool *sel;                     /* acct.ngpus entries: selected */
 	struct free_gpu *gpus;         /* the selected GPUs, in acct order */
 	size_t ngpus;
@@ -104,6 +118,7 @@ struct free_plan {
 	char **notes;                  /* what limits the plan (no NVML, unreadable processes, memory
 					* hidden outside this namespace), one line each */
 	size_t nnotes;
+	int mps_control;               /* PID of a running nvidia-cuda-mps-control, or 0 */
 };
 
 /* Builds the plan for the GPUs that sels[0..nsel) name (account_select's selectors). Returns 0;
@@ -121,7 +136,7 @@ const char *free_protected_name(const struct proc_info *p);
 
 /* JSON/text names: "holder", "launcher", "job_peer", "outside_namespace", "exited"; and
  * "signal", "pid1", "self", "kernel_thread", "protected", "other_user", "spill",
- * "outside_namespace", "exited", "zombie". */
+ * "outside_namespace", "exited", "zombie", "monitor", "no_evidence". */
 const char *free_role_name(enum free_role r);
 const char *free_skip_name(enum free_skip k);
 

@@ -732,7 +732,14 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 		return 0;
 	}
 	size_t npids;
-	int *pids = list_pids(procfd, &npids);
+	int *pids;
+	if (opts && opts->pids) {
+		npids = opts->npids;
+		pids = xmalloc((npids + 1) * sizeof *pids);
+		memcpy(pids, opts->pids, npids * sizeof *pids);
+	} else {
+		pids = list_pids(procfd, &npids);
+	}
 	struct ctx *c = ctx_new(opts, procfd, targets, n, pids, npids);
 	bool any_abandoned = ctx_run(c, opts);
 

@@ -68,6 +68,9 @@ struct holders_opts {
 	unsigned timeout_ms;      /* bound on one process's reads; 0: 2000 */
 	bool waits;               /* also read each holder's wchan and threads' driver waits
 				   * (proc_read_waits): snapshot collection */
+	const int *pids;          /* holders_scan only: scan just these PIDs (free's re-check right
+				   * before its signals), not every /proc entry; NULL: all */
+	size_t npids;
 	const char *env_name;     /* holders_read_procs only: also read this variable of each
 				   * process's environment (proc_read_environ), under the same bound */
 };

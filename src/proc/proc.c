@@ -33,16 +33,18 @@ static int parse_stat(char *buf, struct proc_info *p)
 	/* (3) state (4) ppid (5) pgrp (6) session (7) tty_nr (8) tpgid (9) flags ... (20) num_threads
 	 * (21) itrealvalue (22) starttime */
 	char state;
-	int ppid;
+	int ppid, pgid, sid;
 	unsigned long flags;
 	long nthreads;
 	unsigned long long start;
-	int n = sscanf(s, "%c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d %llu",
-		       &state, &ppid, &flags, &nthreads, &start);
-	if (n != 5)
+	int n = sscanf(s, "%c %d %d %d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d %llu",
+		       &state, &ppid, &pgid, &sid, &flags, &nthreads, &start);
+	if (n != 7)
 		return -EINVAL;
 	p->state = state;
 	p->ppid = ppid;
+	p->pgid = pgid;
+	p->sid = sid;
 	p->kthread = (flags & PF_KTHREAD) != 0;
 	p->nthreads = nthreads > 0 ? (unsigned)nthreads : 0;
 	p->start_ticks = start;

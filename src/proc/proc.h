@@ -24,6 +24,8 @@ struct container {
 struct proc_info {
 	int pid;
 	int ppid;
+	int pgid;                 /* stat field 5: process group (a forked child keeps its parent's) */
+	int sid;                  /* stat field 6: session (setsid starts a new one); 0: unknown */
 	char state;               /* proc(5) stat field 3: R S D Z T t X I ... */
 	unsigned nthreads;        /* stat field 20 */
 	char *thread_states;      /* e.g. "leader Z, 1 R, 3 S" when threads differ from the leader; else NULL */

@@ -36,6 +36,10 @@ static char *outcome_text(const struct free_result *r, const struct free_proc *f
 	case FREE_OUT_CHANGED:
 		return xasprintf("NOT signalled: PID %d is no longer what the plan judged (its owner, its name, or a "
 				 "kernel thread now): untouched", fp->pid);
+	case FREE_OUT_NO_LONGER:
+		return xasprintf("NOT signalled: right before the signal PID %d no longer held what made it a target (%s): "
+				 "untouched", fp->pid, fp->role == FREE_ROLE_LAUNCHER ? "an ancestor of its GPU holder"
+										     : "the GPU's device files");
 	case FREE_OUT_DENIED:
 		return xasprintf("not permitted (%s): run as root, or as the process's owner", errno_name(r->err));
 	case FREE_OUT_FAILED:
@@ -169,6 +173,17 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 			}
 			fputs("           ", f);
 			render_put(f, why, o, "           ", 11);
+			if (fp->nevidence) {
+				char *ev = xstrdup("evidence:");
+				for (size_t k = 0; k < fp->nevidence; k++) {
+					char *e2 = xasprintf("%s%s %s", ev, k ? ";" : "", fp->evidence[k]);
+					free(ev);
+					ev = e2;
+				}
+				fputs("           ", f);
+				render_put(f, ev, o, "             ", 11);
+				free(ev);
+			}
 			if (fp->stuck && !r) {
 				fputs("           ", f);
 				render_put(f, "in the kernel (state D or waiting in the NVIDIA driver): it may not exit until that call "
@@ -242,6 +257,7 @@ static json_t *proc_json(const struct free_view *v, size_t i)
 	json_object_set_new(o, "skip_why", json_str_or_null(fp->skip_why));
 	json_object_set_new(o, "job_root", json_integer(fp->job_root));
 	json_object_set_new(o, "via", fp->via ? json_integer(fp->via) : json_null());
+	json_object_set_new(o, "evidence", json_strs(fp->evidence, fp->nevidence));
 	json_t *g = json_array();
 	for (size_t k = 0; k < fp->nslots; k++) {
 		const struct account_gpu *ag = &p->acct.gpus[fp->slots[k]];

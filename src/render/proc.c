@@ -28,9 +28,12 @@ json_t *render_proc_json(const struct proc_info *p)
 		cont = json_pack("{s:o, s:o, s:o}", "runtime", json_str_or_null(p->container.runtime), "id", json_str_or_null(p->container.id),
 				 "pod_uid", json_str_or_null(p->container.pod_uid));
 	char st[2] = {p->state ? p->state : '?', 0};
-	return json_pack("{s:i, s:o, s:i, s:i, s:o, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "pid", p->pid,
+	json_t *o = json_pack("{s:i, s:o, s:i, s:i, s:o, s:s, s:i, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:o}", "pid", p->pid,
 			 "nspid", ns, "ppid", p->ppid, "uid", (int)p->uid, "user", json_str_or_null(p->user), "state", st, "threads",
 			 (int)p->nthreads, "thread_states", json_str_or_null(p->thread_states), "comm", json_str_or_null(p->comm), "cmdline", argv,
 			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", json_str_or_null(p->cgroup),
 			 "container", cont, "missing", json_str_or_null(p->missing));
+	json_put(o, "pgid", p->pgid ? json_integer(p->pgid) : json_null());
+	json_put(o, "sid", p->sid ? json_integer(p->sid) : json_null());
+	return o;
 }

@@ -331,6 +331,11 @@ static bool load_proc(struct ld *l, json_t *o, struct proc_info *p)
 	TRY(v_obj(l, o));
 	G_INT(l, o, "pid", 1, SNAPSHOT_PID_MAX - 1, p->pid);
 	G_INT(l, o, "ppid", 0, SNAPSHOT_PID_MAX - 1, p->ppid);
+	/* Absent in older snapshots: unknown (0), which is never taken as evidence of a process group. */
+	if (json_object_get(o, "pgid"))
+		G_INT(l, o, "pgid", 0, SNAPSHOT_PID_MAX - 1, p->pgid);
+	if (json_object_get(o, "sid"))
+		G_INT(l, o, "sid", 0, SNAPSHOT_PID_MAX - 1, p->sid);
 	char *st;
 	TRY(g_str(l, o, "state", false, &st));
 	bool one = strlen(st) == 1 && st[0] > ' ' && st[0] < 127;

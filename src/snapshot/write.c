@@ -69,6 +69,8 @@ static json_t *proc_to_json(const struct proc_info *p, bool redact)
 		st[0] = '?';
 	json_put(o, "pid", json_integer(p->pid));
 	json_put(o, "ppid", json_integer(p->ppid));
+	json_put(o, "pgid", json_integer(p->pgid));
+	json_put(o, "sid", json_integer(p->sid));
 	json_put(o, "state", json_string(st));
 	json_put(o, "threads", json_integer(p->nthreads));
 	json_put(o, "thread_states", jstr(p->thread_states));

@@ -35,6 +35,15 @@ struct target target_from_path(const char *path)
 	return t;
 }
 
+struct target target_copy(const struct target *t)
+{
+	struct target c = *t;
+	c.path = t->path ? xstrdup(t->path) : NULL;
+	c.kind = t->kind ? xstrdup(t->kind) : NULL;
+	c.bus_id = t->bus_id ? xstrdup(t->bus_id) : NULL;
+	return c;
+}
+
 void target_free(struct target *t)
 {
 	if (!t)

@@ -38,6 +38,9 @@ struct mount_hit {
  * it is an NVIDIA device node, which gets the discovered kind. Never fails: see target.ok. */
 struct target target_from_path(const char *path);
 
+/* A deep copy of t (its strings duplicated). */
+struct target target_copy(const struct target *t);
+
 /* Frees the strings of one target (not the struct itself). */
 void target_free(struct target *t);
 

@@ -11,13 +11,16 @@ export GPUWHO_FREE_SETTLE_S=2
 
 # The selected GPU's stand-in must be a device nobody else on this host holds, since free signals its
 # holders: nvidia0 is a copy of /dev/net/tun (10:200), not /dev/full, which other tests' holders use.
-# nvidia1 (1:8, /dev/random) is never selected. Skips when anything else holds nvidia0.
+# nvidia1 (1:8, /dev/random) is never selected. nvidia-uvm, whose holders have a CUDA context, is
+# /dev/urandom (1:9): only a process that also reaches a job or a selected GPU can be planned for it.
+# Skips when anything else holds nvidia0.
 mkdevs_free() {
 	need_root
 	mkdir -p "$TMP/dev"
 	mknod -m 0666 "$TMP/dev/nvidia0" c 10 200
 	mknod "$TMP/dev/nvidia1" c 1 8
 	mknod "$TMP/dev/nvidiactl" c 1 5
+	mknod -m 0666 "$TMP/dev/nvidia-uvm" c 1 9
 	export GPUWHO_RESET_CMD="$TMP/reset-stub"   # never a real reset, whatever a test does
 	printf '#!/bin/sh\necho "$*" >>"%s/reset.log"\n' "$TMP" >"$TMP/reset-stub"
 	chmod +x "$TMP/reset-stub"
@@ -146,17 +149,20 @@ test_shm_removes_only_unheld_segments_of_dead_creators_and_only_with_yes() {
 	done
 }
 
-test_a_process_that_is_no_longer_what_the_snapshot_said_is_never_signalled() {
+test_yes_with_from_is_refused_and_signals_nothing() {
+	# A snapshot's PIDs are history: acting on them could hit whoever has the PIDs now. The checks a
+	# live --yes makes right before each signal (start time, owner, name, still holding the GPU) are
+	# pinned by tests/unit/test_free_act.c with real processes.
 	mkdevs_free
-	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	start_holder a --open "$TMP/dev/nvidia0" --open "$TMP/dev/nvidia-uvm"; A=$HPID
 	scenario live_only "gpu 0 used_mib=2100" "gpu 1" "proc gpu=0 pid=$A mib=2000"
 	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot: exit $?"
-	# Same PID and start time, another name: it exec'd since, or the snapshot is not this host's.
-	jq "(.scan.holders[] | select(.pid == $A) | .comm) = \"python3\"" "$TMP/snap.json" >"$TMP/other.json"
-	out=$(gw free 0 --nvml "$FAKE" --from "$TMP/other.json" --yes --grace 1 --json); rc=$?
-	[ $rc -eq 1 ] || fail "exit $rc"
-	expect_jq "$out" ".processes[] | select(.pid == $A) | .result.outcome == \"changed\""
+	out=$(gw free 0 --nvml "$FAKE" --from "$TMP/snap.json" --yes --grace 1 2>&1); rc=$?
+	[ $rc -eq 2 ] || fail "exit $rc, want 2: $out"
+	expect_has "$out" "refusing --yes with --from"
 	alive "$A" || fail "PID $A was signalled"
+	json=$(gw free 0 --nvml "$FAKE" --from "$TMP/snap.json" --json) || fail "dry run from a snapshot: exit $?"
+	expect_jq "$json" ".dry_run == true and ([.processes[] | select(.pid == $A and .signal)] | length == 1)"
 }
 
 test_a_snapshot_cannot_point_shm_removal_outside_its_folder() {
@@ -169,7 +175,7 @@ test_a_snapshot_cannot_point_shm_removal_outside_its_folder() {
 	scenario live_only "gpu 0 used_mib=10" "gpu 1"
 	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot: exit $?"
 	jq '(.shm.segments[] | select(.name | startswith("torch_")) | .name) = "../victim/data"' "$TMP/snap.json" >"$TMP/evil.json"
-	gw free 0 --nvml "$FAKE" --from "$TMP/evil.json" --shm --yes >/dev/null 2>"$TMP/err"; rc=$?
+	gw free 0 --nvml "$FAKE" --from "$TMP/evil.json" --shm >/dev/null 2>"$TMP/err"; rc=$?
 	[ $rc -eq 3 ] || fail "exit $rc"
 	expect_has "$(cat "$TMP/err")" "name: not a file name in /dev/shm"
 	[ -e "$TMP/victim/data" ] || fail "the file outside the shm folder was removed"
@@ -203,22 +209,6 @@ test_workers_reparented_after_the_launcher_was_killed_are_freed() {
 	alive 1 || fail "PID 1?"
 }
 
-test_a_recycled_pid_is_never_signalled() {
-	mkdevs_free
-	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
-	scenario live_only "gpu 0 used_mib=1100" "gpu 1" "proc gpu=0 pid=$A mib=1000"
-	gw snapshot --nvml "$FAKE" -o "$TMP/snap.json" || fail "snapshot"
-	# The planned process "exited and its PID was taken": the file's start time is not the live one's.
-	jq "(.. | objects | select(.pid? == $A and has(\"start_ticks\")) | .start_ticks) |= . - 1" "$TMP/snap.json" >"$TMP/old.json"
-	json=$(gw free 0 --nvml "$FAKE" --from "$TMP/old.json" --yes --grace 1 --json); rc=$?
-	[ $rc -eq 1 ] || fail "exit $rc, want 1"
-	expect_jq "$json" ".processes[] | select(.pid == $A) | .result.outcome == \"pid_reused\""
-	alive "$A" || fail "the process now at PID $A was signalled"
-	txt=$(gw free 0 --nvml "$FAKE" --from "$TMP/old.json" --yes --grace 1)
-	expect_has "$txt" "now belongs to another process"
-	alive "$A" || fail "the process now at PID $A was signalled"
-}
-
 test_usage_errors_exit_2() {
 	mkdevs_free
 	scenario "gpu 0" "gpu 1"
@@ -231,6 +221,52 @@ test_usage_errors_exit_2() {
 	gw free 7 --nvml "$FAKE" 2>"$TMP/err"; [ $? -eq 2 ] || fail "unknown GPU accepted"
 	expect_has "$(cat "$TMP/err")" "no GPU matches '7'"
 	"$GPUWHO" free --help | grep -q -- "--all-users" || fail "--help"
+}
+
+test_an_nvml_listed_pid_that_holds_no_gpu_file_is_never_signalled() {
+	# What a reused PID looks like: NVML still names it, with memory, but the process there now (a
+	# copy of sleep named sshd) holds no NVIDIA file. It must survive --yes; the real holder must not.
+	mkdevs_free
+	cp "$(command -v sleep)" "$TMP/sshd"
+	spawn "$TMP/sshd" 1000; V=$!
+	start_holder a --open "$TMP/dev/nvidia0" --open "$TMP/dev/nvidia-uvm"; A=$HPID
+	scenario live_only "gpu 0 used_mib=3100" "gpu 1" "proc gpu=0 pid=$A mib=2000" "proc gpu=0 pid=$V mib=1000"
+	json=$(gw free 0 --nvml "$FAKE" --json)
+	expect_jq "$json" ".processes[] | select(.pid == $V) | .signal == false and .skip == \"no_evidence\""
+	expect_jq "$json" ".processes[] | select(.pid == $A) | .signal and (.evidence | index(\"holds $TMP/dev/nvidia0 (fd)\"))"
+	json=$(gw free 0 --nvml "$FAKE" --yes --grace 1 --json); rc=$?
+	[ $rc -eq 1 ] || fail "exit $rc, want 1 (the 1,000 MiB NVML gives to $V stay)"
+	gone_within "$A"
+	alive "$V" || fail "PID $V ($TMP/sshd), which holds no GPU file, was signalled"
+}
+
+test_monitors_and_mps_daemons_are_spared_while_the_heir_in_the_exited_pids_group_is_ended() {
+	# The creator (a session and group leader, as a launcher started by setsid is) forks an heir and
+	# exits; the driver keeps listing the creator's PID. The heir holds the node through fds it
+	# inherited and is in the creator's process group. Next to it: an nvitop-like and a sleep that
+	# only hold the node (no CUDA context), and MPS-like daemons. Only the heir may be ended.
+	mkdevs_free
+	command -v setsid >/dev/null || skip "no setsid"
+	spawn setsid "$HOLD" "$TMP/h.ready" --open "$TMP/dev/nvidia0" --fork-exit; C=$!
+	wait_file "$TMP/h.ready"; H=$(cat "$TMP/h.ready"); SPAWNED="$SPAWNED $H"
+	[ "$(awk '{print $5}' /proc/$H/stat)" = "$C" ] || fail "the heir is not in the creator's process group"
+	start_holder m --ro "$TMP/dev/nvidia0" --comm nvitop; M=$HPID
+	start_holder s --ro "$TMP/dev/nvidia0" --comm sleep; S=$HPID
+	start_holder c --open "$TMP/dev/nvidia0" --comm nvidia-cuda-mps; D=$HPID
+	start_holder v --open "$TMP/dev/nvidia0" --open "$TMP/dev/nvidia-uvm" --comm nvidia-cuda-mps; V=$HPID
+	scenario live_only "gpu 0 used_mib=3700" "gpu 1" "proc gpu=0 pid=$C mib=3590 held_by=$H" "proc gpu=0 pid=$V mib=66"
+	json=$(gw free 0 --nvml "$FAKE" --json)
+	expect_jq "$json" ".processes[] | select(.pid == $H) | .signal and (.evidence | map(test(\"pgid $C\")) | any)"
+	expect_jq "$json" ".processes[] | select(.pid == $M) | .skip == \"protected\""
+	expect_jq "$json" ".processes[] | select(.pid == $S) | .skip == \"monitor\" and (.skip_why | test(\"--include $S\"))"
+	expect_jq "$json" ".processes[] | select(.pid == $D) | .skip == \"protected\""
+	expect_jq "$json" ".processes[] | select(.pid == $V) | .skip == \"protected\""
+	gw free 0 --nvml "$FAKE" --yes --grace 1 >/dev/null
+	gone_within "$H"
+	for p in $M $S $D $V; do alive "$p" || fail "PID $p was signalled"; done
+	# Named by PID, a monitor is signalled after all.
+	json=$(gw free 0 --nvml "$FAKE" --include "$S" --json)
+	expect_jq "$json" ".processes[] | select(.pid == $S) | .signal"
 }
 
 run_tests

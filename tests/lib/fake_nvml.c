@@ -24,9 +24,12 @@
  *                                  FAKE_NVML_OLD: only the unversioned v1 symbols, no MIG, no remapping)
  *   proc_api v1|v2|v3              the process functions newer than this answer FUNCTION_NOT_FOUND
  *                                  (shorthand for `missing` on each of them)
- *   proc gpu=N pid=P mib=M|unknown [list=compute|graphics|mps] [gi=N ci=N]
+ *   proc gpu=N pid=P mib=M|unknown [list=compute|graphics|mps] [gi=N ci=N] [held_by=H]
  *                                  a process; `unknown` is NVML_VALUE_NOT_AVAILABLE; list defaults
- *                                  to compute; gi/ci default to 0xFFFFFFFF (no MIG)
+ *                                  to compute; gi/ci default to 0xFFFFFFFF (no MIG); held_by: for
+ *                                  live_only, the entry lives as long as process H does, as the
+ *                                  driver keeps listing an exited creator while an heir holds its
+ *                                  memory (seen on an H200, driver 580)
  *   stride 32|40                   _v3 process functions write 32-byte entries (drivers 535.43-535.86),
  *                                  or 40-byte ones (a layout no driver has used: an unknown future one)
  *   grow_between_calls N [TIMES]   each time a process list answers INSUFFICIENT_SIZE, N more
@@ -79,6 +82,7 @@ typedef struct {
 struct fproc {
 	unsigned pid, gi, ci;
 	unsigned long long used;
+	unsigned held_by;   /* live_only: alive while this PID is (0: while pid is) */
 };
 
 struct fgpu {
@@ -176,17 +180,19 @@ static bool gpu_key(struct fgpu *g, const char *k, const char *v)
 	return true;
 }
 
-static bool add_proc(struct fgpu *g, int list, unsigned pid, unsigned long long used, unsigned gi, unsigned ci)
+static bool add_proc(struct fgpu *g, int list, unsigned pid, unsigned long long used, unsigned gi, unsigned ci,
+		     unsigned held_by)
 {
 	if (g->nprocs[list] >= MAX_PROCS)
 		return false;
-	g->procs[list][g->nprocs[list]++] = (struct fproc){.pid = pid, .used = used, .gi = gi, .ci = ci};
+	g->procs[list][g->nprocs[list]++] =
+		(struct fproc){.pid = pid, .used = used, .gi = gi, .ci = ci, .held_by = held_by};
 	return true;
 }
 
 static bool proc_line(char **tok, int n)
 {
-	unsigned long long gpu = ~0ULL, pid = 0, used = 0, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
+	unsigned long long gpu = ~0ULL, pid = 0, used = 0, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu, held_by = 0;
 	int list = 0;
 	for (int i = 1; i < n; i++) {
 		char *v = strchr(tok[i], '=');
@@ -203,6 +209,7 @@ static bool proc_line(char **tok, int n)
 				used *= MIB;
 		} else if (!strcmp(tok[i], "gi")) ok = num(v, &gi);
 		else if (!strcmp(tok[i], "ci")) ok = num(v, &ci);
+		else if (!strcmp(tok[i], "held_by")) ok = num(v, &held_by);
 		else if (!strcmp(tok[i], "list")) {
 			list = !strcmp(v, "compute") ? 0 : !strcmp(v, "graphics") ? 1 : !strcmp(v, "mps") ? 2 : -1;
 			ok = list >= 0;
@@ -210,7 +217,8 @@ static bool proc_line(char **tok, int n)
 		if (!ok)
 			return false;
 	}
-	return gpu < S.ngpus && add_proc(&S.gpus[gpu], list, (unsigned)pid, used, (unsigned)gi, (unsigned)ci);
+	return gpu < S.ngpus &&
+	       add_proc(&S.gpus[gpu], list, (unsigned)pid, used, (unsigned)gi, (unsigned)ci, (unsigned)held_by);
 }
 
 static bool scenario_line(char *line)
@@ -322,7 +330,7 @@ static void drop_dead(void)
 			unsigned k = 0;
 			for (unsigned i = 0; i < G->nprocs[l]; i++) {
 				struct fproc *p = &G->procs[l][i];
-				if (pid_alive(p->pid)) {
+				if (pid_alive(p->held_by ? p->held_by : p->pid)) {
 					G->procs[l][k++] = *p;
 					continue;
 				}
@@ -444,7 +452,7 @@ static nvmlReturn_t do_procs(struct fgpu *g, int list, unsigned size, unsigned i
 		if (S.grow && g->grown[list] < S.grow_times) {
 			g->grown[list]++;
 			for (unsigned k = 0; k < S.grow; k++)
-				add_proc(g, list, 40000 + g->nprocs[list], MIB, 0xFFFFFFFFu, 0xFFFFFFFFu);
+				add_proc(g, list, 40000 + g->nprocs[list], MIB, 0xFFFFFFFFu, 0xFFFFFFFFu, 0);
 		}
 		return 7; /* INSUFFICIENT_SIZE */
 	}

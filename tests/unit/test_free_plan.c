@@ -13,9 +13,9 @@
 
 #define MIB (1024ULL * 1024ULL)
 
-/* Two GPU nodes and nvidiactl; processes are added as holders (of targets) or others. */
+/* Two GPU nodes, nvidiactl and nvidia-uvm; processes are added as holders (of targets) or others. */
 struct world {
-	struct target targets[3];
+	struct target targets[4];
 	struct hold holds[64];
 	size_t nholds;
 	struct holder holders[32];
@@ -30,7 +30,7 @@ struct world {
 	struct snapshot s;
 };
 
-enum { T_GPU0, T_GPU1, T_CTL };
+enum { T_GPU0, T_GPU1, T_CTL, T_UVM };
 enum { ROOT = 0, ALICE = 1000 };
 
 static void world_init(struct world *w)
@@ -39,9 +39,10 @@ static void world_init(struct world *w)
 	w->targets[T_GPU0] = (struct target){.path = "/dev/nvidia0", .kind = "gpu", .gpu_minor = 0, .ok = true};
 	w->targets[T_GPU1] = (struct target){.path = "/dev/nvidia1", .kind = "gpu", .gpu_minor = 1, .ok = true};
 	w->targets[T_CTL] = (struct target){.path = "/dev/nvidiactl", .kind = "ctl", .gpu_minor = -1, .ok = true};
+	w->targets[T_UVM] = (struct target){.path = "/dev/nvidia-uvm", .kind = "uvm", .gpu_minor = -1, .ok = true};
 	struct snapshot *s = &w->s;
 	s->scan.targets = w->targets;
-	s->scan.ntargets = 3;
+	s->scan.ntargets = 4;
 	s->scan.holders = w->holders;
 	s->scan.nscanned = 100;
 	s->host_pidns = true;
@@ -87,21 +88,30 @@ static void fill(struct world *w, struct proc_info *p, int pid, int ppid, unsign
 	p->cmdline = c;
 }
 
-/* A holder of up to two targets (-1: none); pids in increasing order. */
-static struct proc_info *holder(struct world *w, int pid, int ppid, unsigned uid, const char *comm, const char *cmd,
-				int t0, int t1)
+/* A holder of up to two targets (-1: none), and of /dev/nvidia-uvm when `cuda` (a CUDA context,
+ * which every CUDA process has); pids in increasing order. */
+static struct proc_info *holder_of(struct world *w, int pid, int ppid, unsigned uid, const char *comm, const char *cmd,
+				   int t0, int t1, bool cuda)
 {
 	struct holder *h = &w->holders[w->s.scan.nholders++];
 	memset(h, 0, sizeof *h);
 	fill(w, &h->info, pid, ppid, uid, comm, cmd);
 	h->holds = &w->holds[w->nholds];
-	int ts[2] = {t0, t1};
-	for (int i = 0; i < 2; i++)
+	int ts[3] = {t0, t1, cuda ? T_UVM : -1};
+	for (int i = 0; i < 3; i++)
 		if (ts[i] >= 0) {
 			w->holds[w->nholds++] = (struct hold){.target = (size_t)ts[i], .means = HOLD_FD, .nfd = 1};
 			h->nholds++;
 		}
 	return &h->info;
+}
+
+/* A CUDA process holding up to two targets besides /dev/nvidia-uvm when it holds a GPU node. */
+static struct proc_info *holder(struct world *w, int pid, int ppid, unsigned uid, const char *comm, const char *cmd,
+				int t0, int t1)
+{
+	bool gpu = t0 == T_GPU0 || t0 == T_GPU1 || t1 == T_GPU0 || t1 == T_GPU1;
+	return holder_of(w, pid, ppid, uid, comm, cmd, t0, t1, gpu);
 }
 
 /* A process that holds nothing (an ancestor); pids in increasing order. */
@@ -159,7 +169,7 @@ static void test_a_launcher_and_its_workers_are_one_job_and_the_interactive_shel
 	other(&w, 100, 50, ROOT, "sh", "sh -c python -m sglang.launch_server --tp 2");
 	holder(&w, 101, 100, ROOT, "python3", "python3 -m sglang.launch_server --tp 2", T_GPU0, T_CTL);
 	holder(&w, 102, 100, ROOT, "python3", "python3 -m sglang.launch_server --tp 2", T_GPU0, T_CTL);
-	holder(&w, 103, 100, ROOT, "python3", "python3 tokenizer", T_CTL, -1);   /* control node only */
+	holder(&w, 103, 100, ROOT, "python3", "python3 tokenizer", T_CTL, -1);   /* control node only: no CUDA context */
 	holder(&w, 104, 50, ROOT, "python3", "python3 other.py", T_GPU1, -1);    /* another job, on GPU 1 */
 	nvml(&w, 0, 101, 40000);
 	nvml(&w, 0, 102, 40000);
@@ -171,7 +181,9 @@ static void test_a_launcher_and_its_workers_are_one_job_and_the_interactive_shel
 	assert_int_equal(find(&p, 101)->role, FREE_ROLE_HOLDER);
 	assert_true(signalled(&p, 100));
 	assert_int_equal(find(&p, 100)->role, FREE_ROLE_LAUNCHER);
-	assert_true(signalled(&p, 103));
+	/* In the job by its parent chain, but with no CUDA context: an NVML client, spared as a monitor
+	 * (its launcher's SIGTERM reaches it anyway). */
+	assert_int_equal(find(&p, 103)->skip, FREE_SKIP_MONITOR);
 	assert_int_equal(find(&p, 103)->role, FREE_ROLE_PEER);
 	assert_int_equal(find(&p, 101)->job_root, 100);
 	assert_int_equal(find(&p, 103)->job_root, 100);
@@ -179,7 +191,7 @@ static void test_a_launcher_and_its_workers_are_one_job_and_the_interactive_shel
 	assert_null(find(&p, 40));
 	assert_null(find(&p, 1));
 	assert_null(find(&p, 104));  /* GPU 1's job is not touched */
-	assert_int_equal(p.nsignal, 4);
+	assert_int_equal(p.nsignal, 3);
 	assert_int_equal(p.gpus[0].expect_back, 80000 * MIB);
 	assert_false(p.gpus[0].expect_partial);
 	assert_int_equal(p.gpus[0].nsignal, 2);
@@ -219,14 +231,13 @@ static void test_system_gpu_daemons_are_protected_unless_included(void **state)
 	holder(&w, 301, 1, ROOT, "Xorg", "/usr/lib/xorg/Xorg :0", T_GPU0, -1);
 	holder(&w, 302, 1, ROOT, "dcgm-exporter", "/usr/bin/dcgm-exporter", T_GPU0, -1);
 	holder(&w, 303, 1, ROOT, "nv-hostengine", "nv-hostengine -n", T_GPU0, -1);
-	holder(&w, 304, 1, ROOT, "nvidia-smi", "nvidia-smi -l 1", T_GPU0, -1);   /* a monitor: not protected */
+	holder_of(&w, 304, 1, ROOT, "nvidia-smi", "nvidia-smi -l 1", T_GPU0, -1, false);   /* a monitor */
 	nvml(&w, 0, 301, 30);
 	struct free_plan p;
 	build(&w, "0", NULL, &p);
-	for (int pid = 300; pid <= 303; pid++)
+	for (int pid = 300; pid <= 304; pid++)
 		assert_int_equal(find(&p, pid)->skip, FREE_SKIP_PROTECTED);
 	assert_non_null(strstr(find(&p, 300)->skip_why, "--include nvidia-persistenced"));
-	assert_true(signalled(&p, 304));
 	free_plan_release(&p);
 
 	const char *inc[] = {"nvidia-persistenced", "dcgm*"};
@@ -490,6 +501,104 @@ static void test_the_walk_takes_a_launching_script_but_not_what_started_it(void 
 	free_plan_release(&p);
 }
 
+/* A PID NVML lists that holds no NVIDIA file (what a reused PID looks like) is never a target. */
+static void test_an_nvml_pid_holding_no_nvidia_file_is_spared_for_lack_of_evidence(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	holder(&w, 700, 1, ROOT, "python3", "python3 train.py", T_GPU0, T_CTL);
+	other(&w, 710, 1, ROOT, "sshd", "/usr/sbin/sshd -D");   /* took a PID NVML still names */
+	nvml(&w, 0, 700, 4096);
+	nvml(&w, 0, 710, 1024);
+	struct free_plan p;
+	build(&w, "0", NULL, &p);
+	assert_true(signalled(&p, 700));
+	assert_int_equal(find(&p, 710)->skip, FREE_SKIP_NO_EVIDENCE);
+	assert_non_null(strstr(find(&p, 710)->skip_why, "holds no NVIDIA device file"));
+	assert_non_null(strstr(find(&p, 710)->skip_why, "--include 710"));
+	assert_true(p.gpus[0].expect_partial);
+	free_plan_release(&p);
+
+	const char *inc[] = {"710"};
+	struct free_plan_opts o = {.uid = ROOT, .include = inc, .ninclude = 1};
+	build(&w, "0", &o, &p);
+	assert_true(signalled(&p, 710));
+	free_plan_release(&p);
+}
+
+/* After the creator exited, only processes with evidence of descent are its heirs: a CUDA context,
+ * or its PID as their process group; a process that merely holds the node is a monitor. */
+static void test_heirs_need_a_cuda_context_or_the_exited_pid_as_group_and_monitors_are_spared(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	holder(&w, 5151, 1, ROOT, "python3", "python3 child", T_GPU0, -1);                 /* node + uvm */
+	struct proc_info *g = holder_of(&w, 5152, 1, ROOT, "python3", "python3 child2", T_GPU0, -1, false);
+	g->pgid = 4242;                                                                     /* the exited PID's group */
+	holder_of(&w, 5160, 1, ROOT, "nvitop", "nvitop", T_GPU0, T_CTL, false);            /* a monitor by name */
+	holder_of(&w, 5161, 1, ROOT, "sleep", "sleep 1000", T_GPU0, -1, false);            /* a monitor by evidence */
+	nvml(&w, 0, 4242, 3590);
+	struct free_plan p;
+	build(&w, "0", NULL, &p);
+	assert_true(signalled(&p, 5151));
+	assert_true(signalled(&p, 5152));
+	const struct free_proc *h = find(&p, 5152);
+	bool pg = false;
+	for (size_t i = 0; i < h->nevidence; i++)
+		pg |= strstr(h->evidence[i], "pgid 4242") != NULL;
+	assert_true(pg);
+	assert_int_equal(find(&p, 5160)->skip, FREE_SKIP_PROTECTED);
+	assert_int_equal(find(&p, 5161)->skip, FREE_SKIP_MONITOR);
+	assert_non_null(strstr(find(&p, 5161)->skip_why, "--include 5161"));
+	free_plan_release(&p);
+}
+
+/* With MPS, the clients are ended and the daemons, which serve every client, are not. */
+static void test_mps_clients_are_signalled_and_the_mps_daemons_spared(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	holder_of(&w, 756, 1, ROOT, "nvidia-cuda-mps", "nvidia-cuda-mps-control -d", T_GPU0, T_CTL, false);
+	holder(&w, 759, 428, ROOT, "cuda_holder", "./cuda_holder c.ready 1024", T_GPU0, T_CTL);
+	holder(&w, 763, 756, ROOT, "nvidia-cuda-mps", "nvidia-cuda-mps-server", T_GPU0, T_CTL);
+	other(&w, 428, 1, ROOT, "bash", "bash run.sh");
+	nvml(&w, 0, 759, 1540);
+	nvml(&w, 0, 763, 66);
+	struct free_plan p;
+	build(&w, "0", NULL, &p);
+	assert_true(signalled(&p, 759));
+	assert_int_equal(find(&p, 756)->skip, FREE_SKIP_PROTECTED);
+	assert_int_equal(find(&p, 763)->skip, FREE_SKIP_PROTECTED);
+	assert_int_equal(p.mps_control, 756);
+	free_plan_release(&p);
+}
+
+/* Every target carries the facts that made it one, and what act must find it still holding. */
+static void test_each_target_names_its_evidence(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w);
+	other(&w, 100, 1, ROOT, "python3", "python3 launch.py");
+	holder(&w, 101, 100, ROOT, "python3", "python3 worker", T_GPU0, -1);
+	nvml(&w, 0, 101, 40000);
+	struct free_plan p;
+	build(&w, "0", NULL, &p);
+	const struct free_proc *h = find(&p, 101), *l = find(&p, 100);
+	assert_int_equal(h->nevidence, 3);
+	assert_string_equal(h->evidence[0], "holds /dev/nvidia0 (fd)");
+	assert_string_equal(h->evidence[1], "holds /dev/nvidia-uvm (fd): a CUDA context");
+	assert_string_equal(h->evidence[2], "NVML lists it on GPU 0 with 40,000 MiB");
+	assert_int_equal(h->nheld, 2);
+	assert_int_equal(l->role, FREE_ROLE_LAUNCHER);
+	assert_int_equal(l->nheld, 0);
+	assert_non_null(strstr(l->evidence[0], "an ancestor of PID 101"));
+	free_plan_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +615,10 @@ int main(void)
 		cmocka_unit_test(test_shm_plans_only_unheld_segments_of_dead_creators),
 		cmocka_unit_test(test_the_walk_stops_at_other_users_and_services),
 		cmocka_unit_test(test_the_walk_takes_a_launching_script_but_not_what_started_it),
+		cmocka_unit_test(test_an_nvml_pid_holding_no_nvidia_file_is_spared_for_lack_of_evidence),
+		cmocka_unit_test(test_heirs_need_a_cuda_context_or_the_exited_pid_as_group_and_monitors_are_spared),
+		cmocka_unit_test(test_mps_clients_are_signalled_and_the_mps_daemons_spared),
+		cmocka_unit_test(test_each_target_names_its_evidence),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
