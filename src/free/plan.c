@@ -51,32 +51,35 @@ static const char *argv0_base(const struct proc_info *p)
 	return slash ? slash + 1 : p->cmdline;
 }
 
-/* True when `name` (an entry, '*' for a prefix) names p: comm is cut to 15 bytes by the kernel. */
-static bool name_matches(const char *name, const struct proc_info *p)
+/* True when `name` (an entry, '*' for a prefix) names the command name c; comm (is_comm) is cut to
+ * 15 bytes by the kernel, so a longer name matches its first 15. */
+static bool name_is(const char *name, const char *c, bool is_comm)
 {
 	size_t n = strlen(name);
 	bool prefix = n && name[n - 1] == '*';
 	if (prefix)
 		n--;
-	const char *cands[2] = {p->comm, argv0_base(p)};
-	for (int i = 0; i < 2; i++) {
-		const char *c = cands[i];
-		if (!c)
-			continue;
-		if (prefix ? strncmp(c, name, n) == 0 : (strlen(c) == n && strncmp(c, name, n) == 0))
-			return true;
-		/* comm holds the first 15 bytes of a longer name */
-		if (i == 0 && !prefix && n > 15 && strlen(c) == 15 && strncmp(c, name, 15) == 0)
-			return true;
-	}
-	return false;
+	if (!c)
+		return false;
+	if (prefix ? strncmp(c, name, n) == 0 : (strlen(c) == n && strncmp(c, name, n) == 0))
+		return true;
+	return is_comm && !prefix && n > 15 && strlen(c) == 15 && strncmp(c, name, 15) == 0;
 }
 
+/* True when `name` names p, by argv[0]'s base name or by comm. */
+static bool name_matches(const char *name, const struct proc_info *p)
+{
+	return name_is(name, argv0_base(p), false) || name_is(name, p->comm, true);
+}
+
+/* The first entry of list that names p: by argv[0]'s base name first, which is whole, then by the
+ * 15 bytes of comm (nvidia-cuda-mps-server and -control share theirs). */
 static const char *match_list(const char *const *list, size_t n, const struct proc_info *p)
 {
-	for (size_t i = 0; i < n; i++)
-		if (name_matches(list[i], p))
-			return list[i];
+	for (int by_comm = 0; by_comm < 2; by_comm++)
+		for (size_t i = 0; i < n; i++)
+			if (name_is(list[i], by_comm ? p->comm : argv0_base(p), by_comm))
+				return list[i];
 	return NULL;
 }
 
@@ -332,12 +335,14 @@ static void add_evidence(struct free_proc *fp, char *line)
 
 /* The kernel's evidence that p (a HOLDER or PEER) is part of a selected GPU's job, recorded in
  * fp->evidence and fp->held. Returns FREE_SIGNAL when it suffices; else FREE_SKIP_MONITOR or
- * FREE_SKIP_NO_EVIDENCE with *why. The rules (docs/free.md):
- *  - a CUDA context is /dev/nvidia-uvm held: every CUDA process opens it, while NVML clients and the
- *    MPS control daemon hold, and even map, /dev/nvidiaN without it (seen on an H200, driver 580);
- *  - a holder is a target when NVML lists it on a selected GPU and it holds that node or a CUDA
- *    context, or it holds the node with a CUDA context, or it holds the node and its process group
- *    or session is a PID NVML lists there that has exited (a forked heir keeps its parent's group);
+ * FREE_SKIP_NO_EVIDENCE with *why. The rules (docs/free.md), from what an H200 (driver 580) shows:
+ *  - a CUDA context is a mapping of the GPU's node together with /dev/nvidia-uvm held: a CUDA
+ *    process (and an heir that inherited its files) maps /dev/nvidiaN and holds nvidia-uvm, while
+ *    an NVML client holds both by fd and maps neither, and the MPS control daemon maps /dev/nvidiaN
+ *    without nvidia-uvm;
+ *  - a holder is a target when NVML lists it on a selected GPU and it holds that GPU's node, or it
+ *    has a CUDA context on the node, or it holds the node and its process group or session is a
+ *    PID NVML lists there that has exited (a forked heir keeps its parent's group);
  *  - a process holding the node with none of these is a monitor; a PID NVML names that holds no
  *    NVIDIA file has no evidence at all (NVML keeps naming an exited holder's PID, which the kernel
  *    may give to anyone);
@@ -345,7 +350,7 @@ static void add_evidence(struct free_proc *fp, char *line)
 static enum free_skip evidence(const struct free_plan *pl, const struct snapshot *s, const struct proc_info *p,
 			       const struct holder *h, struct free_proc *fp, char **why)
 {
-	bool node = false, uvm = false, any = false, heir = false;
+	bool node = false, mapped = false, uvm = false, any = false, heir = false;
 	char mb[32];
 	for (size_t i = 0; h && i < h->nholds; i++) {
 		const struct hold *hd = &h->holds[i];
@@ -355,14 +360,14 @@ static enum free_skip evidence(const struct free_plan *pl, const struct snapshot
 		if (!is_node && !is_uvm)
 			continue;
 		node |= is_node;
+		mapped |= is_node && (hd->means & HOLD_MMAP);
 		uvm |= is_uvm;
 		fp->held = xrealloc(fp->held, (fp->nheld + 1) * sizeof *fp->held);
 		fp->held[fp->nheld++] = hd->target;
-		add_evidence(fp, xasprintf("holds %s (%s%s%s%s)%s", t->path, hd->means & HOLD_FD ? "fd" : "",
+		add_evidence(fp, xasprintf("holds %s (%s%s%s%s)", t->path, hd->means & HOLD_FD ? "fd" : "",
 					   (hd->means & HOLD_FD) && (hd->means & HOLD_MMAP) ? "+" : "",
 					   hd->means & HOLD_MMAP ? "mmap" : "",
-					   hd->means & HOLD_THREAD ? " through a live thread" : "",
-					   is_uvm ? ": a CUDA context" : ""));
+					   hd->means & HOLD_THREAD ? " through a live thread" : ""));
 	}
 	if (fp->in_nvml) {
 		char *gl = free_gpu_label(&pl->acct.gpus[fp->slots[0]]);
@@ -397,12 +402,15 @@ static enum free_skip evidence(const struct free_plan *pl, const struct snapshot
 				   : xasprintf("holds no NVIDIA device file; add --include %d to signal it anyway", p->pid);
 		return FREE_SKIP_NO_EVIDENCE;
 	}
-	if (fp->role == FREE_ROLE_PEER ? uvm : (fp->in_nvml && (node || uvm)) || (node && (uvm || heir)))
+	bool cuda = mapped && uvm;
+	if (cuda)
+		add_evidence(fp, xstrdup("a CUDA context: it maps the GPU's device file and holds /dev/nvidia-uvm"));
+	if (fp->role == FREE_ROLE_PEER ? cuda : (fp->in_nvml && node) || (node && (cuda || heir)))
 		return FREE_SIGNAL;
 	if (node || fp->role == FREE_ROLE_PEER) {
-		*why = xasprintf("holds the GPU's device files without a CUDA context (no /dev/nvidia-uvm) and NVML lists "
-				 "no memory for it: a monitoring client (nvidia-smi, nvitop, an exporter); add --include "
-				 "%d to signal it anyway", p->pid);
+		*why = xasprintf("holds the GPU's device files without a CUDA context (a mapping of the GPU's device file "
+				 "with /dev/nvidia-uvm) and NVML lists no memory for it: a monitoring client (nvidia-smi, "
+				 "nvitop, an exporter); add --include %d to signal it anyway", p->pid);
 		return FREE_SKIP_MONITOR;
 	}
 	*why = xasprintf("holds NVIDIA control files but no node of a selected GPU and no CUDA context; add --include "

@@ -243,8 +243,9 @@ test_an_nvml_listed_pid_that_holds_no_gpu_file_is_never_signalled() {
 test_monitors_and_mps_daemons_are_spared_while_the_heir_in_the_exited_pids_group_is_ended() {
 	# The creator (a session and group leader, as a launcher started by setsid is) forks an heir and
 	# exits; the driver keeps listing the creator's PID. The heir holds the node through fds it
-	# inherited and is in the creator's process group. Next to it: an nvitop-like and a sleep that
-	# only hold the node (no CUDA context), and MPS-like daemons. Only the heir may be ended.
+	# inherited and is in the creator's process group. Next to it: an nvitop-like, a sleep and an
+	# NVML client that hold the node without a CUDA context, and MPS-like daemons. Only the heir may
+	# be ended.
 	mkdevs_free
 	command -v setsid >/dev/null || skip "no setsid"
 	spawn setsid "$HOLD" "$TMP/h.ready" --open "$TMP/dev/nvidia0" --fork-exit; C=$!
@@ -252,6 +253,8 @@ test_monitors_and_mps_daemons_are_spared_while_the_heir_in_the_exited_pids_group
 	[ "$(awk '{print $5}' /proc/$H/stat)" = "$C" ] || fail "the heir is not in the creator's process group"
 	start_holder m --ro "$TMP/dev/nvidia0" --comm nvitop; M=$HPID
 	start_holder s --ro "$TMP/dev/nvidia0" --comm sleep; S=$HPID
+	# An NVML client (an exporter in Python) holds the node and nvidia-uvm by fd, maps neither.
+	start_holder n --ro "$TMP/dev/nvidia0" --ro "$TMP/dev/nvidia-uvm" --comm python3; N=$HPID
 	start_holder c --open "$TMP/dev/nvidia0" --comm nvidia-cuda-mps; D=$HPID
 	start_holder v --open "$TMP/dev/nvidia0" --open "$TMP/dev/nvidia-uvm" --comm nvidia-cuda-mps; V=$HPID
 	scenario live_only "gpu 0 used_mib=3700" "gpu 1" "proc gpu=0 pid=$C mib=3590 held_by=$H" "proc gpu=0 pid=$V mib=66"
@@ -259,11 +262,12 @@ test_monitors_and_mps_daemons_are_spared_while_the_heir_in_the_exited_pids_group
 	expect_jq "$json" ".processes[] | select(.pid == $H) | .signal and (.evidence | map(test(\"pgid $C\")) | any)"
 	expect_jq "$json" ".processes[] | select(.pid == $M) | .skip == \"protected\""
 	expect_jq "$json" ".processes[] | select(.pid == $S) | .skip == \"monitor\" and (.skip_why | test(\"--include $S\"))"
+	expect_jq "$json" ".processes[] | select(.pid == $N) | .skip == \"monitor\""
 	expect_jq "$json" ".processes[] | select(.pid == $D) | .skip == \"protected\""
 	expect_jq "$json" ".processes[] | select(.pid == $V) | .skip == \"protected\""
 	gw free 0 --nvml "$FAKE" --yes --grace 1 >/dev/null
 	gone_within "$H"
-	for p in $M $S $D $V; do alive "$p" || fail "PID $p was signalled"; done
+	for p in $M $S $N $D $V; do alive "$p" || fail "PID $p was signalled"; done
 	# Named by PID, a monitor is signalled after all.
 	json=$(gw free 0 --nvml "$FAKE" --include "$S" --json)
 	expect_jq "$json" ".processes[] | select(.pid == $S) | .signal"

@@ -22,6 +22,7 @@ holds() {   # holds PID: its NVIDIA fds and mappings
 	echo "  PID $1 ($(tr '\0' ' ' </proc/$1/cmdline)): fds: $(ls -l /proc/$1/fd 2>/dev/null | grep -o '/dev/nvidia[^ ]*' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 	echo "    maps: $(grep -o '/dev/nvidia[^ ]*' /proc/$1/maps 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
+alive() { [ -r /proc/$1/stat ] && [ "$(awk '{print $3}' /proc/$1/stat)" != Z ] && echo ALIVE || echo gone; }
 timed() { local t0=$(date +%s%N); "$@" 2>&1 | sed 's/^/  /'; echo "  (exit ${PIPESTATUS[0]}, $(( ($(date +%s%N) - t0) / 1000000 )) ms)"; }
 
 echo "== 1. MPS: control daemon, server, one client"
@@ -38,7 +39,7 @@ echo "--- gpuwho free 0 (dry run)"; timed "$GW" free 0 --no-color
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY   # the note must name the daemon's own folder
 echo "--- gpuwho free 0 --yes --grace 2"; "$GW" free 0 --yes --grace 2 --no-color >"$W/free.txt" 2>&1; echo "  (exit $?)"
 sed 's/^/  /' "$W/free.txt"
-echo "MPS daemons after free: $(pgrep -f nvidia-cuda-mps | tr '\n' ' ')(client $C $(kill -0 "$C" 2>/dev/null && echo ALIVE || echo gone))"
+echo "MPS daemons after free: $(pgrep -f nvidia-cuda-mps | tr '\n' ' ')(client $C $(alive "$C"))"
 quit=$(grep -o 'echo quit | [^ ]* nvidia-cuda-mps-control' "$W/free.txt" | head -1)
 echo "--- the printed stop command: $quit"
 sh -c "$quit"; sleep 1
@@ -51,7 +52,7 @@ holds "$H"
 echo "nvidia-smi compute apps (the dead parent's PID):"; apps
 echo "--- gpuwho free 0 --json (evidence)"; "$GW" free 0 --json | jq -c '.processes[] | {pid, role, signal, skip, evidence}' | sed 's/^/  /'
 echo "--- gpuwho free 0 --yes --grace 2"; timed "$GW" free 0 --yes --grace 2 --no-color
-echo "heir $H: $(kill -0 "$H" 2>/dev/null && echo ALIVE || echo gone); memory: $(used)"
+echo "heir $H: $(alive "$H"); memory: $(used)"
 
 echo; echo "== 3. a monitor next to a CUDA process"
 "$CH" "$W/a.ready" 1024 & waitfile "$W/a.ready"; A=$(cat "$W/a.ready")
@@ -65,7 +66,7 @@ waitfile "$W/mon.pid"; P=$(cat "$W/mon.pid"); sleep 0.5
 holds "$P"
 echo "--- gpuwho free 0 --json (the NVML client)"; "$GW" free 0 --json | jq -c ".processes[] | select(.pid == $P or .pid == $A) | {pid, signal, skip, skip_why, evidence}" | sed 's/^/  /'
 echo "--- gpuwho free 0 --yes --grace 2"; timed "$GW" free 0 --yes --grace 2 --no-color
-echo "CUDA process $A: $(kill -0 "$A" 2>/dev/null && echo ALIVE || echo gone); NVML client $P: $(kill -0 "$P" 2>/dev/null && echo ALIVE || echo gone)"
-kill "$P" 2>/dev/null; pkill -9 -f "^$CH" 2>/dev/null; wait 2>/dev/null
+echo "CUDA process $A: $(alive "$A"); NVML client $P: $(alive "$P")"
+kill "$P" 2>/dev/null; pkill -9 -f "^$CH" 2>/dev/null
 echo "memory at the end: $(used)"
 echo done

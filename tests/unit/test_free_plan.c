@@ -88,8 +88,8 @@ static void fill(struct world *w, struct proc_info *p, int pid, int ppid, unsign
 	p->cmdline = c;
 }
 
-/* A holder of up to two targets (-1: none), and of /dev/nvidia-uvm when `cuda` (a CUDA context,
- * which every CUDA process has); pids in increasing order. */
+/* A holder of up to two targets (-1: none); with `cuda`, a CUDA context as an H200 shows one: the
+ * GPU nodes mapped as well as open, and /dev/nvidia-uvm held. Pids in increasing order. */
 static struct proc_info *holder_of(struct world *w, int pid, int ppid, unsigned uid, const char *comm, const char *cmd,
 				   int t0, int t1, bool cuda)
 {
@@ -100,7 +100,9 @@ static struct proc_info *holder_of(struct world *w, int pid, int ppid, unsigned 
 	int ts[3] = {t0, t1, cuda ? T_UVM : -1};
 	for (int i = 0; i < 3; i++)
 		if (ts[i] >= 0) {
-			w->holds[w->nholds++] = (struct hold){.target = (size_t)ts[i], .means = HOLD_FD, .nfd = 1};
+			bool node = ts[i] == T_GPU0 || ts[i] == T_GPU1;
+			w->holds[w->nholds++] = (struct hold){.target = (size_t)ts[i], .nfd = 1, .nmap = cuda && node,
+							      .means = HOLD_FD | (cuda && node ? HOLD_MMAP : 0)};
 			h->nholds++;
 		}
 	return &h->info;
@@ -539,6 +541,8 @@ static void test_heirs_need_a_cuda_context_or_the_exited_pid_as_group_and_monito
 	g->pgid = 4242;                                                                     /* the exited PID's group */
 	holder_of(&w, 5160, 1, ROOT, "nvitop", "nvitop", T_GPU0, T_CTL, false);            /* a monitor by name */
 	holder_of(&w, 5161, 1, ROOT, "sleep", "sleep 1000", T_GPU0, -1, false);            /* a monitor by evidence */
+	holder_of(&w, 5162, 1, ROOT, "python3", "python3 exporter.py", T_GPU0, T_UVM, false); /* an NVML client:
+											    * node and uvm by fd */
 	nvml(&w, 0, 4242, 3590);
 	struct free_plan p;
 	build(&w, "0", NULL, &p);
@@ -552,6 +556,7 @@ static void test_heirs_need_a_cuda_context_or_the_exited_pid_as_group_and_monito
 	assert_int_equal(find(&p, 5160)->skip, FREE_SKIP_PROTECTED);
 	assert_int_equal(find(&p, 5161)->skip, FREE_SKIP_MONITOR);
 	assert_non_null(strstr(find(&p, 5161)->skip_why, "--include 5161"));
+	assert_int_equal(find(&p, 5162)->skip, FREE_SKIP_MONITOR);
 	free_plan_release(&p);
 }
 
@@ -572,6 +577,7 @@ static void test_mps_clients_are_signalled_and_the_mps_daemons_spared(void **sta
 	assert_true(signalled(&p, 759));
 	assert_int_equal(find(&p, 756)->skip, FREE_SKIP_PROTECTED);
 	assert_int_equal(find(&p, 763)->skip, FREE_SKIP_PROTECTED);
+	assert_non_null(strstr(find(&p, 763)->skip_why, "nvidia-cuda-mps-server"));   /* its own name, by argv[0] */
 	assert_int_equal(p.mps_control, 756);
 	free_plan_release(&p);
 }
@@ -588,10 +594,11 @@ static void test_each_target_names_its_evidence(void **state)
 	struct free_plan p;
 	build(&w, "0", NULL, &p);
 	const struct free_proc *h = find(&p, 101), *l = find(&p, 100);
-	assert_int_equal(h->nevidence, 3);
-	assert_string_equal(h->evidence[0], "holds /dev/nvidia0 (fd)");
-	assert_string_equal(h->evidence[1], "holds /dev/nvidia-uvm (fd): a CUDA context");
+	assert_int_equal(h->nevidence, 4);
+	assert_string_equal(h->evidence[0], "holds /dev/nvidia0 (fd+mmap)");
+	assert_string_equal(h->evidence[1], "holds /dev/nvidia-uvm (fd)");
 	assert_string_equal(h->evidence[2], "NVML lists it on GPU 0 with 40,000 MiB");
+	assert_string_equal(h->evidence[3], "a CUDA context: it maps the GPU's device file and holds /dev/nvidia-uvm");
 	assert_int_equal(h->nheld, 2);
 	assert_int_equal(l->role, FREE_ROLE_LAUNCHER);
 	assert_int_equal(l->nheld, 0);
