@@ -2,6 +2,7 @@
 #include "escape.h"
 #include "util.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,6 +119,20 @@ char *escape_utf8(const char *s, size_t len)
 	}
 	out[n] = '\0';
 	return out;
+}
+
+bool escape_is_plain(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len = strlen(s);
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t l = utf8_decode(u + i, len - i, &cp);
+		if (l == 0 || cp < 0x20 || cp == 0x7f || is_bidi_or_c1(cp) || cp == '\\')
+			return false;
+		i += l;
+	}
+	return true;
 }
 
 char *escape_shell(const char *s)

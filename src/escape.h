@@ -2,6 +2,7 @@
 #ifndef GPUWHO_ESCAPE_H
 #define GPUWHO_ESCAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Returns a malloc'ed copy of s[0..len) safe for a terminal: control characters (C0, DEL, C1),
@@ -17,8 +18,12 @@ char *escape_str(const char *s);
  * (the JSON encoder escapes them). */
 char *escape_utf8(const char *s, size_t len);
 
-/* s as one single-quoted shell word ('it'\''s'), malloc'ed: safe to paste after a command. The
- * bytes stay raw, so a word with control characters still needs escape_term to be shown. */
+/* True when s is printable text that escape_term shows unchanged: valid UTF-8, no control, C1 or
+ * bidi character, no backslash. Only such a word can go into a command printed to be pasted. */
+bool escape_is_plain(const char *s);
+
+/* s as one single-quoted shell word ('it'\''s'), malloc'ed. Works as printed only for a plain s
+ * (escape_is_plain): other bytes would reach the terminal escaped. */
 char *escape_shell(const char *s);
 
 #endif

@@ -27,6 +27,7 @@
 
 static const char usage[] =
 	"Usage: gpuwho free GPU... [--yes] [OPTIONS]\n"
+	"       gpuwho free --shm [--yes]       only the /dev/shm segments left by processes that exited\n"
 	"\n"
 	"Frees the selected GPUs safely. Without --yes it only prints the plan (a dry run): which\n"
 	"processes it would signal and why, which it would spare and why, and how much memory should\n"
@@ -73,6 +74,7 @@ static const char usage[] =
 	"  gpuwho free 0 2                   what freeing GPUs 0 and 2 would do\n"
 	"  gpuwho free 0 2 --yes             do it\n"
 	"  gpuwho free 0 --yes --grace 30 --shm\n"
+	"  gpuwho free --shm --yes           remove the leaked /dev/shm segments, signal nobody\n"
 	"\n"
 	"Exit status: dry run: 0 plan printed (whether or not it would free everything: see the\n"
 	"\"Not signalled\" list), 2 bad usage (--yes with --from too) or an unknown GPU, 3 nothing\n"
@@ -144,14 +146,6 @@ static int *live_self(const char *proc_root, size_t *n)
 	return v;
 }
 
-static bool has_control_bytes(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
-}
-
 /* MPS is running: free ends its clients (they hold CUDA contexts) and spares the daemons, which
  * serve every client; stopping MPS is `quit` to its control daemon, through the pipe folder that
  * daemon was started with ($CUDA_MPS_PIPE_DIRECTORY in its environment, when set). */
@@ -168,7 +162,7 @@ static char *mps_note(const struct cli *c, int pid)
 		if (holders_read_procs(&ho, &pid, 1, &p, &n, &notes, &nnotes) == 0 && n == 1 && !p->env_err) {
 			if (!p->env_value)
 				cmd = xstrdup("echo quit | nvidia-cuda-mps-control");
-			else if (!has_control_bytes(p->env_value)) {
+			else if (escape_is_plain(p->env_value)) {
 				char *q = escape_shell(p->env_value);
 				cmd = xasprintf("echo quit | CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control", q);
 				free(q);
@@ -273,8 +267,9 @@ int cmd_free(int argc, char **argv)
 		free(a.include);
 		return cli_exit_for(r);
 	}
-	if (r >= argc) {
-		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id or /dev/nvidiaN); see --help");
+	if (r >= argc && !a.shm) {
+		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id or /dev/nvidiaN), or give --shm alone "
+			      "to clean /dev/shm; see --help");
 		free(a.include);
 		return EXIT_USAGE;
 	}

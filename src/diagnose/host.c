@@ -32,12 +32,6 @@ static void verdict_mounts(struct ctx *c)
 		     "findings name the real holders.");
 }
 
-/* A shm name the GPU stacks leave behind: PyTorch (torch_*), SGLang (psm_*), NCCL (nccl-*), POSIX semaphores. */
-static bool shm_gpu_name(const char *n)
-{
-	return str_starts(n, "torch_") || str_starts(n, "psm_") || str_starts(n, "nccl-") || str_starts(n, "sem.");
-}
-
 static void verdict_shm(struct ctx *c)
 {
 	const struct snapshot *s = c->s;
@@ -45,7 +39,7 @@ static void verdict_shm(struct ctx *c)
 	size_t n = 0;
 	for (size_t i = 0; i < s->nshm; i++) {
 		const struct shm_segment *g = &s->shm[i];
-		if (g->nholders == 0 && shm_gpu_name(g->name) && !(g->creator_pid > 0 && g->creator_alive)) {
+		if (g->nholders == 0 && g->origin && !(g->creator_pid > 0 && g->creator_alive)) {
 			total += g->bytes;
 			n++;
 		}
@@ -57,26 +51,32 @@ static void verdict_shm(struct ctx *c)
 					     "/dev/shm: %zu segment%s nobody holds (%s) left by GPU processes that died — remove "
 					     "them", n, n == 1 ? "" : "s", fmt_mib(a, sizeof a, total));
 	char *args = xstrdup("");
-	size_t shown = 0;
+	size_t shown = 0, nargs = 0;
+	bool all_plain = true;
 	for (size_t i = 0; i < s->nshm; i++) {
 		const struct shm_segment *g = &s->shm[i];
-		if (g->nholders || !shm_gpu_name(g->name) || (g->creator_pid > 0 && g->creator_alive))
+		if (g->nholders || !g->origin || (g->creator_pid > 0 && g->creator_alive))
 			continue;
 		if (shown < DIAG_LIST_MAX) {
 			char *creator = g->creator_pid > 0 ? xasprintf("; its creator PID %d is gone", g->creator_pid)
 							   : xstrdup("");
-			diag_ev(f, "/dev/shm/%s: %s in RAM, no process holds it by fd or mapping%s", g->name,
+			diag_ev(f, "%s/%s: %s in RAM, no process holds it by fd or mapping%s", s->shm_dir ? s->shm_dir : "/dev/shm", g->name,
 				fmt_mib(a, sizeof a, g->bytes), creator);
 			free(creator);
 		}
-		if (shown < 16) {
-			char *path = xasprintf("/dev/shm/%s", g->name);
+		/* A name with control characters would reach the terminal escaped, and an rm of the
+		 * escaped text would miss the file: such segments are left to gpuwho free --shm. */
+		if (!escape_is_plain(g->name))
+			all_plain = false;
+		else if (nargs < 16) {
+			char *path = xasprintf("%s/%s", s->shm_dir ? s->shm_dir : "/dev/shm", g->name);
 			char *q = escape_shell(path);
 			char *m = xasprintf("%s %s", args, q);
 			free(path);
 			free(q);
 			free(args);
 			args = m;
+			nargs++;
 		}
 		shown++;
 		if (g->creator_pid > 0)
@@ -90,11 +90,14 @@ static void verdict_shm(struct ctx *c)
 		f->uncertain = true;
 		diag_ev(f, "uncertain: some processes could not be inspected; one of them may still map a segment");
 	}
-	if (n <= 16)
-		diag_set_fix(f, "`rm --%s` (or `gpuwho free --shm`)", args);
+	/* free --shm checks each segment again (creator gone, nobody holding it, same file) right
+	 * before removing it; rm does not. */
+	if (n <= 16 && all_plain)
+		diag_set_fix(f, "`gpuwho free --shm --yes` (checks each again, then removes it); or by hand: `rm --%s`", args);
 	else
-		diag_set_fix(f, "`gpuwho free --shm` (removes the %zu segments nobody holds); or by hand, after checking "
-			     "each: `rm --%s ...`", n, args);
+		diag_set_fix(f, "`gpuwho free --shm --yes` (checks each of the %zu segments again, then removes it%s)", n,
+			     all_plain ? "" : "; some names hold control characters, which a command typed by hand "
+					      "cannot spell as shown");
 	free(args);
 }
 

@@ -200,7 +200,7 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 			}
 			free(why);
 		}
-	} else {
+	} else if (p->ngpus) {
 		fprintf(f, "Nothing to signal on the selected GPU%s.\n", p->ngpus == 1 ? "" : "s");
 	}
 	if (p->nsignal < p->nprocs) {
@@ -236,8 +236,11 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 		size_t nfree = 0;
 		for (size_t i = 0; i < p->ngpus; i++)
 			nfree += r->gpus[i].free;
-		fprintf(f, "\n%zu of %zu GPU%s free after %.1f s.\n", nfree, p->ngpus, p->ngpus == 1 ? "" : "s",
-			r->elapsed_s);
+		if (p->ngpus)
+			fprintf(f, "\n%zu of %zu GPU%s free after %.1f s.\n", nfree, p->ngpus, p->ngpus == 1 ? "" : "s",
+				r->elapsed_s);
+		else
+			fprintf(f, "\nDone after %.1f s.\n", r->elapsed_s);
 	}
 }
 

@@ -211,6 +211,7 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 	char *note = NULL;
 	struct target *nv = devices_discover(proc_root, holders_dev_root(), &nnv, &note);
 	struct target *sh = NULL;
+	s->shm_dir = xstrdup(shm_root());
 	int r = shm_list(shm_root(), &s->shm, &s->nshm, &sh);
 	if (r < 0)
 		s->shm_error = xasprintf("cannot list %s: %s", shm_root(), strerror(-r));

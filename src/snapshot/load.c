@@ -695,6 +695,8 @@ static bool load_snapshot(struct ld *l, json_t *root, struct snapshot *s)
 	TRY(g_obj(l, root, "shm", false, &o));
 	m = ld_key_push(l, "shm");
 	TRY(g_str(l, o, "error", true, &s->shm_error));
+	if (json_object_get(o, "dir"))   /* absent in older snapshots: /dev/shm */
+		TRY(g_str(l, o, "dir", true, &s->shm_dir));
 	EACH(l, o, "segments", MAX_ITEMS, s->shm, s->nshm, i, {
 		struct shm_segment *g = &s->shm[i];
 		TRY(v_obj(l, e));

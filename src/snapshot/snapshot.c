@@ -21,6 +21,7 @@ void snapshot_free(struct snapshot *s)
 	free(s->others);
 	shm_segments_free(s->shm, s->nshm);
 	free(s->shm_error);
+	free(s->shm_dir);
 	for (size_t i = 0; i < s->nnotes; i++)
 		free(s->notes[i]);
 	free(s->notes);

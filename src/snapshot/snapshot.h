@@ -61,6 +61,7 @@ struct snapshot {
 	struct shm_segment *shm;     /* sorted by name */
 	size_t nshm;
 	char *shm_error;             /* why /dev/shm could not be listed, or NULL */
+	char *shm_dir;               /* the folder listed (shm_root(): /dev/shm unless a test stand-in) */
 	char **notes;                /* what could not be read and why, beyond scan.notes */
 	size_t nnotes;
 };

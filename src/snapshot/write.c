@@ -311,7 +311,8 @@ json_t *snapshot_to_json(const struct snapshot *s, bool redact)
 		json_put(j, "origin", jstr(g->origin));
 		json_push(segs, j);
 	}
-	json_put(o, "shm", json_must(json_pack("{s:o, s:o}", "error", jstr(s->shm_error), "segments", segs)));
+	json_put(o, "shm", json_must(json_pack("{s:o, s:o, s:o}", "dir", jstr(s->shm_dir), "error", jstr(s->shm_error),
+					       "segments", segs)));
 	json_put(o, "notes", jstrv(s->notes, s->nnotes));
 	return o;
 }

@@ -47,10 +47,22 @@ int shm_parse_name(const char *name, const char **origin)
 		return pid_at(name + 6, "_", false);
 	}
 	if (str_starts(name, "psm_")) {
-		/* CPython's multiprocessing.shared_memory: "psm_" + 8 random hex digits; some servers
-		 * name their own segments psm_<pid>_… */
+		/* CPython's multiprocessing.shared_memory: "psm_" + 8 random hex digits (vLLM's
+		 * shm_broadcast ring buffers are these); some servers name their own psm_<pid>_… */
 		*origin = "python";
 		return pid_at(name + 4, "_", false);
+	}
+	if (str_starts(name, "sgl_shm_")) {
+		/* SGLang: sgl_shm_<kind>_<pid>_<random> (sgl_shm_mm_… for multimodal inputs, which
+		 * filled /dev/shm after scheduler crashes: sglang#40723). */
+		*origin = "sglang";
+		const char *k = strchr(name + 8, '_');
+		return k ? pid_at(k + 1, "_", false) : 0;
+	}
+	if (str_starts(name, "deepspeed_allreduce_buffer")) {
+		/* DeepSpeed's shared-memory allreduce (CPU inference): no PID in the name. */
+		*origin = "deepspeed";
+		return 0;
 	}
 	if (str_starts(name, "nccl-")) {
 		*origin = "nccl";

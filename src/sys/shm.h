@@ -20,7 +20,8 @@ struct shm_segment {
 	size_t nholders;
 	int creator_pid;             /* a PID its name encodes (torch_<pid>_…, psm_<pid>_…, nccl-<pid>-…), or 0 */
 	bool creator_alive;          /* creator_pid exists in this /proc */
-	char *origin;                /* who makes such names: "pytorch", "python", "nccl", "semaphore";
+	char *origin;                /* who makes such names: "pytorch", "python", "sglang", "deepspeed",
+				      * "nccl", "semaphore";
 				      * NULL when the name is not recognised */
 };
 
@@ -33,8 +34,9 @@ const char *shm_root(void);
 
 /* What a segment's name says (pure): returns the creator PID it encodes, or 0, and sets *origin
  * (static string, or NULL). Encoded PIDs: torch_<pid>_<n> (PyTorch's file_system sharing
- * strategy); psm_<pid>_… and nccl-<pid>-… only with the separator after the digits, since
- * Python's own psm_<8 hex> and NCCL's nccl-<mkstemp suffix> names are random, not PIDs. */
+ * strategy), sgl_shm_<kind>_<pid>_<random> (SGLang); psm_<pid>_… and nccl-<pid>-… only with the
+ * separator after the digits, since Python's own psm_<8 hex> (also vLLM's) and NCCL's
+ * nccl-<mkstemp suffix> names are random, not PIDs. deepspeed_allreduce_buffer* has no PID. */
 int shm_parse_name(const char *name, const char **origin);
 
 /* Lists the regular files directly under root, sorted by name, into *out (*n entries; holders

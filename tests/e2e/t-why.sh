@@ -63,4 +63,51 @@ test_bad_selectors_and_unreadable_snapshots_have_their_exit_codes() {
 	"$GPUWHO" why --help >/dev/null || fail "--help exit $?"
 }
 
+# shm_leak_setup: leaked segments of a dead creator under $TMP/shm (GPUWHO_SHM_ROOT): SGLang's,
+# PyTorch's, and (with "hostile") one whose name holds an escape sequence and a newline.
+shm_leak_setup() {
+	mkdevs
+	mkdir -p "$TMP/shm" "$TMP/bin"
+	sh -c 'exit 0' & dead=$!; wait $dead
+	head -c 1048576 /dev/zero >"$TMP/shm/sgl_shm_mm_${dead}_9f3a"
+	head -c 1048576 /dev/zero >"$TMP/shm/torch_${dead}_1_42"
+	[ "${1:-}" = hostile ] && head -c 1048576 /dev/zero >"$TMP/shm/psm_${dead}_"$'\e]0;PWNED\a\nx'
+	export GPUWHO_SHM_ROOT="$TMP/shm"
+	ln -s "$GPUWHO" "$TMP/bin/gpuwho"   # the printed `gpuwho` is the binary under test
+	scenario "gpu 0" "gpu 1"
+}
+
+# The commands between backticks on the shm_orphans finding's fix line, as the terminal shows them.
+shm_fix_commands() {
+	gw why --nvml "$FAKE" --no-color | sed -n 's/^ *fix: //p' | grep -F 'free --shm' | head -1 |
+		grep -o '`[^`]*`' | tr -d '`'
+}
+
+test_the_shm_fixes_work_exactly_as_printed() {
+	shm_leak_setup
+	mapfile -t cmds < <(shm_fix_commands)
+	[ "${#cmds[@]}" -eq 2 ] || fail "want two commands, got: ${cmds[*]}"
+	[ "${cmds[0]}" = "gpuwho free --shm --yes" ] || fail "first: ${cmds[0]}"
+	expect_has "${cmds[1]}" "rm -- "
+	# The rm, as printed:
+	bash -c "${cmds[1]}" || fail "rm as printed: exit $?"
+	[ -z "$(ls "$TMP/shm")" ] || fail "left: $(ls "$TMP/shm")"
+	# gpuwho free --shm --yes, as printed, on a new leak:
+	head -c 1048576 /dev/zero >"$TMP/shm/sgl_shm_mm_${dead}_77aa"
+	PATH="$TMP/bin:$PATH" GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" GPUWHO_NVML="$FAKE" \
+		bash -c "$(shm_fix_commands | head -1)" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "free as printed: exit $?"; }
+	[ -z "$(ls "$TMP/shm")" ] || fail "left: $(ls "$TMP/shm")"
+}
+
+test_a_hostile_shm_name_gets_only_a_fix_that_works_as_printed() {
+	shm_leak_setup hostile
+	mapfile -t cmds < <(shm_fix_commands)
+	[ "${#cmds[@]}" -eq 1 ] && [ "${cmds[0]}" = "gpuwho free --shm --yes" ] || fail "got: ${cmds[*]}"
+	out=$(gw why --nvml "$FAKE" --no-color)
+	expect_not "$out" $'\e'
+	PATH="$TMP/bin:$PATH" GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" GPUWHO_NVML="$FAKE" \
+		bash -c "${cmds[0]}" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "free as printed: exit $?"; }
+	[ -z "$(ls -A "$TMP/shm")" ] || fail "left: $(ls -A "$TMP/shm" | od -c | head -3)"
+}
+
 run_tests

@@ -593,11 +593,13 @@ static void test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_a
 	static int holder_pid = 77;
 	w.shm[0] = (struct shm_segment){.name = "myapp.db", .bytes = 1ull << 30};                   /* not ours */
 	w.shm[1] = (struct shm_segment){.name = "nccl-77-0", .bytes = 1ull << 30, .holders = &holder_pid,
-					.nholders = 1, .creator_pid = 77, .creator_alive = true};     /* in use */
-	w.shm[2] = (struct shm_segment){.name = "psm_it's", .bytes = 512 * MIB};                      /* no creator pid */
-	w.shm[3] = (struct shm_segment){.name = "torch_4242_1", .bytes = 2048 * MIB, .creator_pid = 4242};
+					.nholders = 1, .creator_pid = 77, .creator_alive = true,
+					.origin = "nccl"};                                            /* in use */
+	w.shm[2] = (struct shm_segment){.name = "psm_it's", .bytes = 512 * MIB, .origin = "python"};  /* no creator pid */
+	w.shm[3] = (struct shm_segment){.name = "torch_4242_1", .bytes = 2048 * MIB, .creator_pid = 4242,
+					.origin = "pytorch"};
 	w.shm[4] = (struct shm_segment){.name = "torch_5_2", .bytes = 10 * MIB, .creator_pid = 5,
-					.creator_alive = true};                                       /* creator lives */
+					.creator_alive = true, .origin = "pytorch"};                  /* creator lives */
 	w.s.nshm = 5;
 	struct diagnosis d;
 	diagnose(&w.s, &d);
@@ -607,8 +609,20 @@ static void test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_a
 	assert_non_null(strstr(f->headline, "2 segments nobody holds (2,560 MiB)"));
 	assert_true(evidence_has(f, "/dev/shm/torch_4242_1: 2,048 MiB"));
 	assert_true(evidence_has(f, "creator PID 4242 is gone"));
-	assert_string_equal(f->fix, "`rm -- '/dev/shm/psm_it'\\''s' '/dev/shm/torch_4242_1'` (or `gpuwho free --shm`)");
+	assert_string_equal(f->fix, "`gpuwho free --shm --yes` (checks each again, then removes it); or by hand: "
+				    "`rm -- '/dev/shm/psm_it'\\''s' '/dev/shm/torch_4242_1'`");
 	assert_true(has_pid(f, 4242));
+	diag_free(&d);
+
+	/* A name with control characters cannot be typed as shown: only gpuwho free --shm is offered. */
+	w.shm[5] = (struct shm_segment){.name = "sgl_shm_mm_4243_\033]0;x\a", .bytes = 64 * MIB, .creator_pid = 4243,
+					.origin = "sglang"};
+	w.s.nshm = 6;
+	diagnose(&w.s, &d);
+	f = find(&d, "shm_orphans", -1);
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "`gpuwho free --shm --yes`"));
+	assert_null(strstr(f->fix, "rm --"));
 	diag_free(&d);
 }
 

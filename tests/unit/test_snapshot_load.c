@@ -347,7 +347,7 @@ static void mutate(json_t *root, json_t *node, struct step *path, size_t depth, 
 			json_object_del(follow(copy, path, depth), key);
 			char *t = json_dumps(copy, 0);
 			/* every key is required, but those added after schema 1 was out: older snapshots lack them */
-			if (strcmp(key, "pgid") && strcmp(key, "sid"))
+			if (strcmp(key, "pgid") && strcmp(key, "sid") && strcmp(key, "dir"))
 				expect_fail(t, strlen(t), NULL);
 			else
 				load_any(t, strlen(t));
@@ -480,6 +480,11 @@ static void shm_names_give_creators_only_when_sure(void **state)
 	assert_int_equal(shm_parse_name("nccl-AbC123", &o), 0);         /* mkstemp's suffix */
 	assert_int_equal(shm_parse_name("sem.mp-a1b2", &o), 0);
 	assert_string_equal(o, "semaphore");
+	assert_int_equal(shm_parse_name("sgl_shm_mm_4242_9f3a", &o), 4242);   /* SGLang: kind, PID, random */
+	assert_string_equal(o, "sglang");
+	assert_int_equal(shm_parse_name("sgl_shm_mm_x1_9f3a", &o), 0);
+	assert_int_equal(shm_parse_name("deepspeed_allreduce_buffer_0", &o), 0);
+	assert_string_equal(o, "deepspeed");
 	assert_int_equal(shm_parse_name("my_segment", &o), 0);
 	assert_null(o);
 }
