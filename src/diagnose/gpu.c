@@ -635,7 +635,8 @@ void diag_gpu(struct ctx *c, const struct account_gpu *g)
 	size_t nlive = gr.n[CLS_LIVE] + gr.n[CLS_ZOMBIE];
 	if (nlive) {
 		const struct account_proc **live = xcalloc(nlive, sizeof *live);
-		memcpy(live, gr.r[CLS_LIVE], gr.n[CLS_LIVE] * sizeof *live);
+		if (gr.n[CLS_LIVE])   /* memcpy from NULL is undefined even for 0 bytes */
+			memcpy(live, gr.r[CLS_LIVE], gr.n[CLS_LIVE] * sizeof *live);
 		if (gr.n[CLS_ZOMBIE])
 			memcpy(live + gr.n[CLS_LIVE], gr.r[CLS_ZOMBIE], gr.n[CLS_ZOMBIE] * sizeof *live);
 		verdict_in_use(c, g, live, nlive, c->d->nfindings > before);

@@ -189,9 +189,11 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 		fprintf(f, "No NVIDIA device nodes to examine.\n");
 	} else if (s->nholders == 0) {
 		fprintf(f, "No process holds ");
-		if (s->ntargets == 1)
-			fprintf(f, "%s", s->targets[0].path);
-		else
+		if (s->ntargets == 1) {
+			char *e = escape_str(s->targets[0].path);   /* a path the user (or a snapshot) gave */
+			fputs(e, f);
+			free(e);
+		} else
 			fprintf(f, "any of the %zu target files", s->ntargets);
 		fprintf(f, " (%u process%s scanned).\n", s->nscanned, s->nscanned == 1 ? "" : "es");
 	} else {

@@ -190,4 +190,22 @@ test_default_targets_on_a_host_without_nvidia_say_so() {
 	expect_has "$out" "no NVIDIA device nodes in $TMP/dev"
 }
 
+test_a_hostile_path_nobody_holds_is_escaped_live_and_from_a_snapshot() {
+	f="$TMP/x"$'\e]0;PWNED\a'
+	: >"$f"
+	out=$("$GPUWHO" holders "$f") || fail "exit $?"
+	expect_has "$out" 'No process holds'
+	expect_has "$out" '\e]0;PWNED\x07'
+	expect_not "$out" $'\e'
+	# A snapshot whose one target has that path (a snapshot is untrusted input).
+	need_root
+	mkdir -p "$TMP/dev" && mknod "$TMP/dev/nvidia0" c 1 7
+	GPUWHO_DEV_ROOT="$TMP/dev" "$GPUWHO" snapshot --no-nvml -o "$TMP/s.json" || fail "snapshot: exit $?"
+	jq --arg p "$f" '.scan.targets[0].path = $p | .scan.holders = []' "$TMP/s.json" >"$TMP/h.json" || fail "jq"
+	out=$("$GPUWHO" holders --from "$TMP/h.json" 2>&1) || fail "holders --from: exit $?: $out"
+	expect_has "$out" 'No process holds'
+	expect_has "$out" '\e]0;PWNED\x07'
+	expect_not "$out" $'\e'
+}
+
 run_tests

@@ -585,6 +585,23 @@ static void test_pending_repairs_errors_and_a_lost_gpu_call_for_a_reset(void **s
 	diag_free(&d);
 }
 
+static void test_a_gpu_whose_only_nvml_process_is_an_unreaped_zombie_is_diagnosed(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "systemd", "/sbin/init");
+	add_other(&w, 3030, 1, 'Z', "python3", NULL);   /* exited, not reaped: no live thread, no files */
+	add_nvml(&w, 0, 3030, 1024);
+	struct diagnosis d;
+	diagnose(&w.s, &d);   /* no live holder: under UBSan this once copied from a NULL array */
+	bool about = false;
+	for (size_t i = 0; i < d.nfindings; i++)
+		about |= d.findings[i].gpu == 0 && has_pid(&d.findings[i], 3030);
+	assert_true(about);
+	diag_free(&d);
+}
+
 static void test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_and_live_ones_kept(void **state)
 {
 	(void)state;
@@ -784,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_unheld_memory_below_the_threshold_is_idle_not_a_leak),
 		cmocka_unit_test(test_pending_repairs_errors_and_a_lost_gpu_call_for_a_reset),
 		cmocka_unit_test(test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_and_live_ones_kept),
+		cmocka_unit_test(test_a_gpu_whose_only_nvml_process_is_an_unreaped_zombie_is_diagnosed),
 		cmocka_unit_test(test_host_memory_pinned_by_gpu_processes_is_named),
 		cmocka_unit_test(test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok),
 		cmocka_unit_test(test_without_nvml_no_memory_verdict_is_made),
