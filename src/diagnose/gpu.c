@@ -489,7 +489,8 @@ static unsigned long long unheld_bytes(const struct account_gpu *g)
 	return b;
 }
 
-static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsigned long long unheld)
+/* unheld bytes on g that no process holds; nmem processes hold the rest (0: none). */
+static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsigned long long unheld, size_t nmem)
 {
 	const struct snapshot *s = c->s;
 	char gn[32], a[48], b[48];
@@ -515,11 +516,19 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 		return;
 	}
 	bool uncertain = s->scan.ndenied || s->scan.ntimed_out;
-	struct finding *f = diag_add_finding(c, "driver_leak", uncertain ? DIAG_WARNING : DIAG_ACTION, g,
-					     "%s: %s held by no process%s — %s", diag_gpu_name(g, gn, sizeof gn),
-					     fmt_mib(a, sizeof a, unheld), uncertain ? " that gpuwho could inspect" : "",
-					     uncertain ? "possibly a driver-level leak; run as root first"
-						       : "a driver-level leak; only a reset frees it");
+	struct finding *f;
+	if (nmem)
+		f = diag_add_finding(c, "driver_leak", DIAG_WARNING, g,
+				     "%s: %s held by no process%s, beside the memory of %zu live process%s — a leak that "
+				     "only a reset frees, once they have ended", diag_gpu_name(g, gn, sizeof gn),
+				     fmt_mib(a, sizeof a, unheld), uncertain ? " that gpuwho could inspect" : "", nmem,
+				     nmem == 1 ? "" : "es");
+	else
+		f = diag_add_finding(c, "driver_leak", uncertain ? DIAG_WARNING : DIAG_ACTION, g,
+				     "%s: %s held by no process%s — %s", diag_gpu_name(g, gn, sizeof gn),
+				     fmt_mib(a, sizeof a, unheld), uncertain ? " that gpuwho could inspect" : "",
+				     uncertain ? "possibly a driver-level leak; run as root first"
+					       : "a driver-level leak; only a reset frees it");
 	ev_memory(f, g);
 	for (size_t i = 0; i < g->nprocs; i++) {
 		const struct account_proc *r = &g->procs[i];
@@ -527,8 +536,13 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 			diag_ev(f, "NVML lists PID %d with %s; it has exited and no process holds its device files", r->pid,
 				r->used_known ? fmt_mib(b, sizeof b, r->used_bytes) : "memory of unknown size");
 	}
-	diag_ev(f, "this /proc is the host's PID namespace, so every process on the host was looked at (%u scanned); none "
-		"holds %s with memory", s->scan.nscanned, g->target ? g->target->path : "the GPU");
+	if (nmem)
+		diag_ev(f, "this /proc is the host's PID namespace, so every process on the host was looked at (%u scanned); "
+			"the %zu that hold memory on %s account for the rest", s->scan.nscanned, nmem,
+			g->target ? g->target->path : "the GPU");
+	else
+		diag_ev(f, "this /proc is the host's PID namespace, so every process on the host was looked at (%u scanned); "
+			"none holds %s with memory", s->scan.nscanned, g->target ? g->target->path : "the GPU");
 	diag_ev(f, "threshold: more than %llu MiB with no holder (NVML's used excludes the driver's reserve; one CUDA "
 		"context alone takes ~500 MiB)", DIAG_UNHELD_MIN_BYTES / DIAG_MIB);
 	if (sampled)
@@ -537,7 +551,11 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 		diag_ev(f, "one sample only: re-run to see whether it falls (memory being released is not a leak)");
 	ev_uncertain(c, f);
 	ev_reset_blockers(c, f, g);
-	if (uncertain)
+	if (nmem)
+		diag_set_fix(f, "Nothing frees it while the GPU is in use. Re-run `gpuwho why %s` first (memory being released "
+			     "falls within seconds); if it stays, once the live processes have ended, as root: "
+			     "`nvidia-smi --gpu-reset -i %s` (gpuwho why never runs it).", sel, sel);
+	else if (uncertain)
 		diag_set_fix(f, "Run `sudo gpuwho why %s` so that every process can be inspected; only if it still finds no "
 			     "holder, reset the GPU as root: `nvidia-smi --gpu-reset -i %s` (gpuwho why never runs it).",
 			     sel, sel);
@@ -631,6 +649,20 @@ void diag_gpu(struct ctx *c, const struct account_gpu *g)
 		outside |= g->procs[i].kind == ACCOUNT_OUTSIDE;
 	if (!s->host_pidns && (outside || g->hidden_outside))
 		verdict_outside(c, g);
+	/* Memory no process holds, on the host: a leak — also on a GPU that live processes use, where
+	 * ps shows it as unattributed all the same. Not when NVML could not give some process's
+	 * memory: then the difference is not known to be nobody's. */
+	size_t nmem = 0;
+	for (int k = 0; k < CLS_COUNT; k++)
+		nmem += gr.n[k];
+	nmem -= gr.n[CLS_STUCK];
+	for (size_t i = 0; i < gr.n[CLS_STUCK]; i++)
+		nmem += diag_carries_memory(gr.r[CLS_STUCK][i]);
+	if (s->host_pidns && g->unattributed_known && !g->nunknown) {
+		unsigned long long unheld = unheld_bytes(g);
+		if (unheld >= DIAG_UNHELD_MIN_BYTES)
+			verdict_no_holder(c, g, unheld, nmem);
+	}
 	/* Live holders; plain zombies NVML still lists are counted with them (their evidence says Z). */
 	size_t nlive = gr.n[CLS_LIVE] + gr.n[CLS_ZOMBIE];
 	if (nlive) {
@@ -641,18 +673,6 @@ void diag_gpu(struct ctx *c, const struct account_gpu *g)
 			memcpy(live + gr.n[CLS_LIVE], gr.r[CLS_ZOMBIE], gr.n[CLS_ZOMBIE] * sizeof *live);
 		verdict_in_use(c, g, live, nlive, c->d->nfindings > before);
 		free(live);
-	}
-	/* No process with memory, on the host: memory the driver keeps for nobody. */
-	size_t nmem = 0;
-	for (int k = 0; k < CLS_COUNT; k++)
-		nmem += gr.n[k];
-	nmem -= gr.n[CLS_STUCK];
-	for (size_t i = 0; i < gr.n[CLS_STUCK]; i++)
-		nmem += diag_carries_memory(gr.r[CLS_STUCK][i]);
-	if (s->host_pidns && g->unattributed_known && nmem == 0 && gr.n[CLS_INHERITED] == 0) {
-		unsigned long long unheld = unheld_bytes(g);
-		if (unheld >= DIAG_UNHELD_MIN_BYTES)
-			verdict_no_holder(c, g, unheld);
 	}
 	if (c->d->nfindings == before) {
 		char gn[32], a[48], b[48];

@@ -501,6 +501,31 @@ static void test_memory_no_process_holds_on_the_host_is_a_driver_leak_with_what_
 	diag_free(&d);
 }
 
+/* A live process plus 900 MiB an exited PID still has: the 900 MiB are not "nothing to free". */
+static void test_a_partial_leak_beside_a_live_process_gets_its_own_finding(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "systemd", "/sbin/init");
+	add_holder(&w, 4100, 1, 'S', "python3", "python3 serve.py", 0);
+	add_nvml(&w, 0, 4100, 1542);
+	add_nvml(&w, 0, 4242, 900);   /* exited: not in this /proc, and no process holds its files */
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	const struct finding *f = find(&d, "driver_leak", 0);
+	assert_non_null(f);
+	assert_int_equal(f->severity, DIAG_WARNING);
+	assert_non_null(strstr(f->headline, "900 MiB held by no process"));
+	assert_non_null(strstr(f->headline, "beside the memory of 1 live process"));
+	assert_non_null(strstr(f->fix, "once the live processes have ended"));
+	const struct finding *u = find(&d, "in_use", 0);
+	assert_non_null(u);
+	assert_null(strstr(u->headline, "nothing to free"));
+	assert_true(diag_worst(&d, NULL) >= DIAG_WARNING);
+	diag_free(&d);
+}
+
 static void test_unheld_memory_with_processes_not_inspected_is_not_claimed_a_leak_with_certainty(void **state)
 {
 	(void)state;
@@ -802,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_pending_repairs_errors_and_a_lost_gpu_call_for_a_reset),
 		cmocka_unit_test(test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_and_live_ones_kept),
 		cmocka_unit_test(test_a_gpu_whose_only_nvml_process_is_an_unreaped_zombie_is_diagnosed),
+		cmocka_unit_test(test_a_partial_leak_beside_a_live_process_gets_its_own_finding),
 		cmocka_unit_test(test_host_memory_pinned_by_gpu_processes_is_named),
 		cmocka_unit_test(test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok),
 		cmocka_unit_test(test_without_nvml_no_memory_verdict_is_made),
