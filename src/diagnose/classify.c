@@ -70,10 +70,54 @@ bool diag_is_stuck(const struct proc_info *p)
 	return p->state == 'D' || p->driver_wait;
 }
 
-/* True when p is an adopted worker; fills o. Walks up through ancestors of the same family (a
- * data-parallel controller above its schedulers) to the one an init or subreaper adopted. */
+/* The topmost ancestor of p (p itself included) still in p's process group. */
+static const struct proc_info *group_top(const struct snapshot *s, const struct proc_info *p)
+{
+	const struct proc_info *top = p;
+	for (int depth = 0; depth < 64; depth++) {
+		const struct proc_info *pp = snapshot_find_proc(s, top->ppid);
+		if (!pp || pp->pgid != p->pgid)
+			break;
+		top = pp;
+	}
+	return top;
+}
+
+/* The kernel's evidence of a dead launcher, whatever the names and whoever adopted the rest: p's
+ * process group was led by a process that has exited (the snapshot collects every holder's group
+ * leader, so a missing one is gone), and the group's live GPU holders hang from two or more
+ * separate subtrees — each adopted on its own when the launcher that tied them died. A group with
+ * one subtree is a live job whose starter exited (a script that ran `nohup server &`), and a
+ * daemon that called setsid leads its own group: neither is orphaned. */
+static bool group_split(const struct snapshot *s, const struct proc_info *p, const struct proc_info **top)
+{
+	if (p->pgid <= 0 || p->pgid == p->pid)
+		return false;
+	const struct proc_info *leader = snapshot_find_proc(s, p->pgid);
+	if (leader && !(leader->state == 'Z' && leader->nthreads <= 1))
+		return false;
+	*top = group_top(s, p);
+	for (size_t i = 0; i < s->scan.nholders; i++) {
+		const struct proc_info *q = &s->scan.holders[i].info;
+		if (q->pgid == p->pgid && q->state != 'Z' && group_top(s, q) != *top)
+			return true;
+	}
+	return false;
+}
+
+/* True when p is an adopted worker; fills o. First the kernel's evidence (group_split); then the
+ * names: walks up through ancestors of the same family (a data-parallel controller above its
+ * schedulers) to the one an init or subreaper adopted. */
 bool diag_orphan_of(const struct snapshot *s, const struct proc_info *p, struct orphan_info *o)
 {
+	const struct proc_info *gtop;
+	if (group_split(s, p, &gtop)) {
+		o->family = worker_family(p);
+		o->root = gtop->pid;
+		o->reaper = gtop->ppid;
+		o->group = p->pgid;
+		return true;
+	}
 	const char *fam = worker_family(p);
 	char *key = fam ? NULL : proc_cmdline_joined(p);
 	const struct proc_info *top = p;
@@ -113,6 +157,7 @@ bool diag_orphan_of(const struct snapshot *s, const struct proc_info *p, struct 
 		o->family = fam;
 		o->root = top->pid;
 		o->reaper = top->ppid;
+		o->group = 0;
 	}
 	return adopted;
 }

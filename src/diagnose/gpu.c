@@ -296,18 +296,29 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 	unsigned long long bytes = rows_bytes(r, n, &unknown);
 	char *amt = diag_amount(bytes, unknown);
 	const char *fam = o[0].family;
-	for (size_t i = 1; i < n; i++)
+	int group = o[0].group;   /* one process group whose leader died: the kernel's evidence */
+	for (size_t i = 1; i < n; i++) {
 		if (!o[i].family || !fam || strcmp(o[i].family, fam))
 			fam = NULL;
+		if (o[i].group != group)
+			group = 0;
+	}
 	const struct proc_info *reaper = snapshot_find_proc(s, o[0].reaper);
 	char *rdesc = reaper ? diag_pdesc(reaper) : xasprintf("PID %d", o[0].reaper);
 	char *sel = diag_gpu_selector(g);
-	struct finding *f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
-					     "%s: %s held by %zu orphaned %s%s (launcher gone, adopted by %s) — gpuwho free %s",
-					     diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
-					     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "rank" : "ranks"), rdesc, sel);
+	struct finding *f;
+	if (group)
+		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
+				     "%s: %s held by %zu orphaned %s%s of process group %d (its leader exited; adopted by "
+				     "%s) — gpuwho free %s", diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
+				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "process" : "processes"), group,
+				     rdesc, sel);
+	else
+		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
+				     "%s: %s held by %zu orphaned %s%s (launcher gone, adopted by %s) — gpuwho free %s",
+				     diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
+				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "rank" : "ranks"), rdesc, sel);
 	free(amt);
-	free(rdesc);
 	ev_rows(c, f, r, n);
 	/* The whole family on the host: every GPU holder adopted the same way, with its roots. */
 	int *kill = NULL;
@@ -318,11 +329,14 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 		struct orphan_info qo;
 		if (diag_is_stuck(q) || q->state == 'Z' || !diag_orphan_of(s, q, &qo))
 			continue;
-		/* One family: the same engine, or (ranks of an unknown command) the same command line. */
+		/* One family: the same dead process group, the same engine, or (ranks of an unknown
+		 * command) the same command line. */
 		bool same = false;
 		char *qk = qo.family ? NULL : proc_cmdline_joined(q);
 		for (size_t k = 0; k < n && !same; k++) {
-			if (qo.family || o[k].family) {
+			if (qo.group || o[k].group) {
+				same = qo.group == o[k].group;
+			} else if (qo.family || o[k].family) {
 				same = qo.family && o[k].family && !strcmp(qo.family, o[k].family);
 			} else {
 				char *rk = proc_cmdline_joined(r[k]->info);
@@ -354,10 +368,15 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 			free(rd);
 		}
 	}
-	diag_ev(f, "%s: a worker's parent is its launcher; %s means the launcher died (SIGKILL does not reach its "
-		"children) and the workers kept their GPU memory (vllm#55510, #34643)",
-		fam ? fam : "several GPU holders run the same command", o[0].reaper == 1 ? "PID 1 as parent" : "an init or "
-		"subreaper as parent");
+	if (group)
+		diag_ev(f, "process group %d: its leader, PID %d, has exited, and its GPU holders hang from separate subtrees "
+			"that were each adopted (by %s): the launcher that tied them is gone (SIGKILL does not reach its "
+			"children), whatever their names", group, group, rdesc);
+	else
+		diag_ev(f, "%s: a worker's parent is its launcher; %s means the launcher died (SIGKILL does not reach its "
+			"children) and the workers kept their GPU memory (vllm#55510, #34643)",
+			fam ? fam : "several GPU holders run the same command", o[0].reaper == 1 ? "PID 1 as parent" : "an "
+			"init or subreaper as parent");
 	if (family_n > n)
 		diag_ev(f, "the same orphaned family on this host: %u GPU holders", family_n);
 	if (nkill == 0) {   /* cannot happen: r's own processes qualify; keep the fix meaningful anyway */
@@ -369,11 +388,16 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 	for (size_t i = 0; i < nkill; i++)
 		diag_add_pid(f, kill[i]);
 	char *pids = diag_pid_args(kill, nkill);
-	diag_set_fix(f, "`gpuwho free %s` — or by hand, the whole tree, its root first: `kill %s` (then `kill -9 %s` for "
-		     "any still there after 10 s). Then relaunch.", sel, pids, pids);
+	if (group)
+		diag_set_fix(f, "`gpuwho free %s` — or by hand, the whole process group: `kill -TERM -- -%d` (then `kill -KILL "
+			     "-- -%d` if any is still there after 10 s). Then relaunch.", sel, group, group);
+	else
+		diag_set_fix(f, "`gpuwho free %s` — or by hand, the whole tree, its root first: `kill %s` (then `kill -9 %s` "
+			     "for any still there after 10 s). Then relaunch.", sel, pids, pids);
 	free(pids);
 	free(kill);
 	free(sel);
+	free(rdesc);
 }
 
 static void verdict_in_use(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n,

@@ -81,8 +81,10 @@ enum cls {
 
 struct orphan_info {
 	const char *family;    /* the serving engine ("vLLM"), or NULL: one of several identical command lines */
-	int root;              /* the topmost ancestor below the reaper in the same family */
+	int root;              /* the topmost ancestor below the reaper in the same family (or group) */
 	int reaper;            /* its parent now */
+	int group;             /* the kernel's evidence: its process group, whose leader has exited, split
+				* into several adopted subtrees holding GPUs; 0 when found by names */
 };
 
 /* True when p is in state D or a thread of it waits inside the NVIDIA driver. */

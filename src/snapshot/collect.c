@@ -118,10 +118,16 @@ static void collect_others(struct snapshot *s, const struct holders_opts *ho, st
 				if (pid > 0 && pid < SNAPSHOT_PID_MAX && !pid_in(known, nknown, pid) && !pid_in(want, nwant, pid))
 					push_pid(&want, &nwant, &capw, pid);
 			}
+	/* The holders' parents, and the leaders of their process groups: a group whose leader has
+	 * exited is the kernel's evidence of a dead launcher (diagnose/classify.c). */
 	for (size_t i = 0; i < s->scan.nholders; i++) {
-		int pp = s->scan.holders[i].info.ppid;
-		if (pp > 0 && !pid_in(known, nknown, pp) && !pid_in(want, nwant, pp))
-			push_pid(&want, &nwant, &capw, pp);
+		const struct proc_info *h = &s->scan.holders[i].info;
+		int want_pids[2] = {h->ppid, h->pgid};
+		for (int k = 0; k < 2; k++) {
+			int pp = want_pids[k];
+			if (pp > 0 && pp < SNAPSHOT_PID_MAX && !pid_in(known, nknown, pp) && !pid_in(want, nwant, pp))
+				push_pid(&want, &nwant, &capw, pp);
+		}
 	}
 	for (size_t i = 0; i < nothers; i++) {
 		int pp = others[i].ppid;

@@ -50,8 +50,9 @@ struct snapshot {
 	struct gpu_resample resample;/* ngpus == 0 when not taken */
 
 	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node (host PID
-	 * namespace only), holders of /dev/shm segments, and every ancestor of all of these and of the
-	 * holders up to PID 1 (launchers, subreapers, the parents of zombies). Sorted by pid, no
+	 * namespace only), holders of /dev/shm segments, the leaders of the holders' process groups,
+	 * and every ancestor of all of these and of the holders up to PID 1 (launchers, subreapers,
+	 * the parents of zombies). A holder's group leader missing here has exited. Sorted by pid, no
 	 * duplicates, none of them also in scan.holders. */
 	struct proc_info *others;
 	size_t nothers;

@@ -110,4 +110,42 @@ test_a_hostile_shm_name_gets_only_a_fix_that_works_as_printed() {
 	[ -z "$(ls -A "$TMP/shm")" ] || fail "left: $(ls -A "$TMP/shm" | od -c | head -3)"
 }
 
+test_ranks_of_a_killed_launchers_process_group_are_orphans_and_the_fix_works_as_printed() {
+	# A launcher that leads its process group (as setsid, a login shell or docker exec makes it) starts
+	# two ranks with different command lines, then dies of SIGKILL: the ranks are adopted, each on its
+	# own. No name tells; the kernel does: their group's leader is gone.
+	mkdevs
+	command -v setsid >/dev/null || skip "no setsid"
+	spawn setsid sh -c "'$HOLD' '$TMP/a.ready' --open '$TMP/dev/nvidia0' --comm rank0 &
+		'$HOLD' '$TMP/b.ready' --open '$TMP/dev/nvidia0' --threads 1 & wait"
+	L=$!
+	wait_file "$TMP/a.ready"; wait_file "$TMP/b.ready"
+	A=$(cat "$TMP/a.ready"); B=$(cat "$TMP/b.ready"); SPAWNED="$SPAWNED $A $B"
+	[ "$(awk '{print $5}' /proc/$A/stat)" = "$L" ] || fail "rank $A is not in the launcher's group $L"
+	kill -9 "$L"; wait "$L" 2>/dev/null
+	scenario "gpu 0 used_mib=4200" "gpu 1" "proc gpu=0 pid=$A mib=2048" "proc gpu=0 pid=$B mib=2048"
+	out=$(gw why --nvml "$FAKE" --no-color 0); rc=$?
+	[ "$rc" -eq 1 ] || fail "exit $rc, want 1: $out"
+	expect_has "$out" "2 orphaned processes of process group $L"
+	fix=$(printf '%s\n' "$out" | sed -n 's/^ *fix: //p' | grep -o '`kill -TERM -- -[0-9]*`' | tr -d '`')
+	[ "$fix" = "kill -TERM -- -$L" ] || fail "fix: $fix"
+	bash -c "$fix" || fail "the fix as printed: exit $?"
+	for p in $A $B; do
+		for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] || ! kill -0 $p 2>/dev/null && break; sleep 0.05; done
+		kill -0 $p 2>/dev/null && [ "$(awk '{print $3}' /proc/$p/stat)" != Z ] && fail "rank $p still runs"
+	done
+	return 0
+}
+
+test_a_setsid_daemon_holding_the_gpu_is_not_an_orphan() {
+	mkdevs
+	command -v setsid >/dev/null || skip "no setsid"
+	spawn setsid "$HOLD" "$TMP/d.ready" --open "$TMP/dev/nvidia0"
+	wait_file "$TMP/d.ready"; D=$(cat "$TMP/d.ready")
+	scenario "gpu 0 used_mib=1100" "gpu 1" "proc gpu=0 pid=$D mib=1024"
+	out=$(gw why --nvml "$FAKE" --json 0)
+	expect_jq "$out" '[.findings[] | select(.verdict == "orphaned_workers")] == []'
+	expect_jq "$out" "[.findings[] | select(.gpu == 0)][0].verdict == \"in_use\""
+}
+
 run_tests

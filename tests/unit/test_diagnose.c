@@ -308,6 +308,57 @@ static void test_on_the_host_pid_1_adopts_whatever_its_name(void **state)
 	diag_free(&d);
 }
 
+/* Two CUDA ranks with different command lines, in the process group of a launcher that was
+ * SIGKILLed, each adopted by a subreaper shell no name list knows: the kernel's evidence (the dead
+ * group leader, two separately adopted subtrees) makes them orphans, and the fix ends the group. */
+static void test_ranks_of_a_dead_process_group_are_orphans_whatever_their_names(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "systemd", "/sbin/init");
+	add_other(&w, 300, 1, 'S', "bash", "bash ci-agent.sh");   /* a subreaper: adopted the ranks */
+	struct holder *a = add_holder(&w, 501, 300, 'S', "python3", "python3 rank0.py --port 1", 0);
+	struct holder *b = add_holder(&w, 502, 300, 'S', "python3", "python3 rank1.py --port 2", 0);
+	a->info.pgid = b->info.pgid = 500;   /* the launcher's group; PID 500 is gone */
+	a->info.sid = b->info.sid = 400;
+	add_nvml(&w, 0, 501, 4096);
+	add_nvml(&w, 0, 502, 4096);
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	const struct finding *f = find(&d, "orphaned_workers", 0);
+	assert_non_null(f);
+	assert_non_null(strstr(f->headline, "2 orphaned processes of process group 500"));
+	assert_true(evidence_has(f, "process group 500: its leader, PID 500, has exited"));
+	assert_non_null(strstr(f->fix, "`kill -TERM -- -500`"));
+	assert_true(has_pid(f, 501) && has_pid(f, 502));
+	assert_null(find(&d, "in_use", 0));
+	diag_free(&d);
+}
+
+/* A daemon that called setsid leads its own group; a job whose starter script exited (its group's
+ * leader) but whose launcher lives has one subtree: neither is orphaned. */
+static void test_a_setsid_daemon_and_a_detached_job_are_not_orphans(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "systemd", "/sbin/init");
+	struct holder *d0 = add_holder(&w, 600, 1, 'S', "python3", "python3 daemon.py", 0);
+	d0->info.pgid = d0->info.sid = 600;
+	struct holder *l = add_holder(&w, 700, 1, 'S', "python3", "python3 launch.py", 0);   /* nohup'd by start.sh */
+	struct holder *k = add_holder(&w, 701, 700, 'S', "python3", "python3 worker.py", 0);
+	l->info.pgid = k->info.pgid = 650;   /* start.sh, which has exited */
+	add_nvml(&w, 0, 600, 1024);
+	add_nvml(&w, 0, 700, 1024);
+	add_nvml(&w, 0, 701, 1024);
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	assert_int_equal(count(&d, "orphaned_workers"), 0);
+	assert_non_null(find(&d, "in_use", 0));
+	diag_free(&d);
+}
+
 static void test_a_container_whose_pid_1_is_the_launcher_has_no_orphans(void **state)
 {
 	(void)state;
@@ -828,6 +879,8 @@ int main(void)
 		cmocka_unit_test(test_leaked_shm_segments_of_dead_creators_are_removed_by_name_held_and_live_ones_kept),
 		cmocka_unit_test(test_a_gpu_whose_only_nvml_process_is_an_unreaped_zombie_is_diagnosed),
 		cmocka_unit_test(test_a_partial_leak_beside_a_live_process_gets_its_own_finding),
+		cmocka_unit_test(test_ranks_of_a_dead_process_group_are_orphans_whatever_their_names),
+		cmocka_unit_test(test_a_setsid_daemon_and_a_detached_job_are_not_orphans),
 		cmocka_unit_test(test_host_memory_pinned_by_gpu_processes_is_named),
 		cmocka_unit_test(test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok),
 		cmocka_unit_test(test_without_nvml_no_memory_verdict_is_made),
