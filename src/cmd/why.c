@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define WHY_RESAMPLE_S 0.5
+
 static const char usage[] =
 	"Usage: gpuwho why [OPTIONS] [GPU...]\n"
 	"\n"
@@ -43,13 +45,19 @@ int cmd_why(int argc, char **argv)
 	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
 	if (r < 0)
 		return cli_exit_for(r);
-	/* Live, a second sample 0.5 s later tells memory being released from a leak (docs/why.md). */
 	struct snapshot s;
-	if (cmd_get_snapshot(&c, 0.5, &s) != 0)
+	if (cmd_get_snapshot(&c, 0, &s) != 0)
 		return EXIT_CANNOT;
 
 	struct diagnosis d;
 	diagnose(&s, &d);
+	/* Memory with no holder: a second sample 0.5 s after the first tells memory being released
+	 * from a leak (docs/why.md). Only then is it worth the wait; a healthy host answers at once. */
+	if (!c.from && diag_wants_resample(&s, &d)) {
+		snapshot_resample(&s, c.nvml_path, WHY_RESAMPLE_S);
+		diag_free(&d);
+		diagnose(&s, &d);
+	}
 
 	bool *gsel, *show = NULL;
 	int code = cmd_select_gpus(&c, &d.acct, argv + r, argc - r, &gsel);
@@ -62,7 +70,7 @@ int cmd_why(int argc, char **argv)
 	}
 	if (code == EXIT_FINE) {
 		if (c.json) {
-			cmd_print_json(render_why_json(&d, show, s.host_pidns));
+			cmd_print_json(render_why_json(&d, show, s.host_pidns, s.resample.ngpus ? s.resample.delay_s : -1));
 		} else {
 			struct render_opts ro = cmd_render_opts(&c);
 			render_why_text(stdout, &d, show, &ro);

@@ -53,6 +53,16 @@ void diag_free(struct diagnosis *d)
 	memset(d, 0, sizeof *d);
 }
 
+bool diag_wants_resample(const struct snapshot *s, const struct diagnosis *d)
+{
+	if (s->resample.ngpus)
+		return false;
+	for (size_t i = 0; i < d->nfindings; i++)
+		if (!strcmp(d->findings[i].verdict, "driver_leak"))
+			return true;
+	return false;
+}
+
 const char *diag_severity_name(enum diag_severity sev)
 {
 	switch (sev) {

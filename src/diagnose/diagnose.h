@@ -73,6 +73,11 @@ void diagnose(const struct snapshot *s, struct diagnosis *out);
 /* Frees what diagnose allocated; accepts NULL. */
 void diag_free(struct diagnosis *d);
 
+/* True when a finding rests on one memory sample where a second would tell memory being released
+ * from memory leaked (a driver_leak without the snapshot's second sample): the caller may take it
+ * (snapshot_resample) and diagnose again. A healthy GPU never needs it. */
+bool diag_wants_resample(const struct snapshot *s, const struct diagnosis *d);
+
 /* "ok", "info", "warning", "action". */
 const char *diag_severity_name(enum diag_severity sev);
 

@@ -61,8 +61,9 @@ struct diagnosis;
 void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const struct render_opts *o);
 
 /* Returns `gpuwho why --json` (docs/json.md, "why") as a new JSON object; never NULL. host_pidns:
- * the snapshot's /proc is the host's PID namespace. */
-json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns);
+ * the snapshot's /proc is the host's PID namespace; second_sample_s: how long after the first the
+ * second memory sample was taken, or < 0 when none was. */
+json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns, double second_sample_s);
 
 /* render_wrap of raw (process-controlled) text after escape_term, to o->width. */
 void render_put(FILE *f, const char *raw, const struct render_opts *o, const char *indent, int col0);

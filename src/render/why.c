@@ -76,7 +76,7 @@ void render_why_text(FILE *f, const struct diagnosis *d, const bool *show, const
 	}
 }
 
-json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns)
+json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_pidns, double second_sample_s)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; i < d->nfindings; i++) {
@@ -95,7 +95,8 @@ json_t *render_why_json(const struct diagnosis *d, const bool *show, bool host_p
 						     json_str_or_null(x->headline), "evidence", ev, "fix", json_str_or_null(x->fix), "pids", pids,
 						     "uncertain", x->uncertain));
 	}
-	return json_pack("{s:s, s:i, s:s, s:s, s:b, s:o}", "schema", "gpuwho.why", "schema_version", 1, "pid_namespace",
-			 host_pidns ? "host" : "child", "worst", diag_severity_name(diag_worst(d, show)), "uncertain",
-			 d->uncertain, "findings", arr);
+	return json_pack("{s:s, s:i, s:s, s:s, s:b, s:o, s:o}", "schema", "gpuwho.why", "schema_version", 1,
+			 "pid_namespace", host_pidns ? "host" : "child", "worst", diag_severity_name(diag_worst(d, show)),
+			 "uncertain", d->uncertain, "second_sample_s",
+			 second_sample_s >= 0 ? json_real(second_sample_s) : json_null(), "findings", arr);
 }

@@ -165,23 +165,22 @@ static void collect_self(struct snapshot *s, int procfd)
 	s->self_ancestors = proc_ancestors(procfd, s->self_pid, &s->nself_ancestors);
 }
 
-/* GPU memory used, sampled again after o->resample_s seconds. */
-static void collect_resample(struct snapshot *s, const struct snapshot_opts *o, uint64_t first_ns)
+void snapshot_resample(struct snapshot *s, const char *nvml_path, double delay_s)
 {
-	if (!(o->resample_s > 0) || !s->nvml.loaded || !s->nvml.ngpus)
+	if (!(delay_s > 0) || !s->nvml.loaded || !s->nvml.ngpus || s->resample.ngpus)
 		return;
-	double elapsed = (double)(now_ns() - first_ns) / 1e9;
-	if (elapsed < o->resample_s) {
-		double left = o->resample_s - elapsed;
+	double elapsed = (double)(now_ns() - s->nvml_mono_ns) / 1e9;
+	if (elapsed < delay_s) {
+		double left = delay_s - elapsed;
 		struct timespec ts = {.tv_sec = (time_t)left, .tv_nsec = (long)((left - (double)(time_t)left) * 1e9)};
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
 	}
 	struct nvml_info again;
 	uint64_t t = now_ns();
-	nvml_collect(o->nvml_path, &again);
+	nvml_collect(nvml_path, &again);
 	struct gpu_resample *r = &s->resample;
-	r->delay_s = (double)(t - first_ns) / 1e9;
+	r->delay_s = (double)(t - s->nvml_mono_ns) / 1e9;
 	r->ngpus = s->nvml.ngpus;
 	r->used_bytes = xcalloc(r->ngpus, sizeof *r->used_bytes);
 	r->used_ok = xcalloc(r->ngpus, sizeof *r->used_ok);
@@ -247,12 +246,12 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 		}
 	}
 
-	uint64_t nvml_ns = now_ns();
+	s->nvml_mono_ns = now_ns();
 	if (!o || !o->no_nvml) {
 		s->nvml_asked = true;
 		nvml_collect(o ? o->nvml_path : NULL, &s->nvml);
 		if (o)
-			collect_resample(s, o, nvml_ns);
+			snapshot_resample(s, o->nvml_path, o->resample_s);
 	}
 	collect_others(s, &ho, shm_only, nshm_only);
 

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SNAPSHOT_SCHEMA "gpuwho.snapshot"
 #define SNAPSHOT_SCHEMA_VERSION 1
@@ -48,6 +49,7 @@ struct snapshot {
 	bool nvml_asked;             /* false with --no-nvml */
 	struct nvml_info nvml;       /* loaded == false: nvml.error says why */
 	struct gpu_resample resample;/* ngpus == 0 when not taken */
+	uint64_t nvml_mono_ns;       /* CLOCK_MONOTONIC time of the NVML sample (live only, not serialized) */
 
 	/* Processes that are not holders but matter: NVML-listed PIDs that hold no node (host PID
 	 * namespace only), holders of /dev/shm segments, the leaders of the holders' process groups,
@@ -77,6 +79,11 @@ struct snapshot_opts {
 /* Collects a snapshot of this host (holders_proc_root(), holders_dev_root(), NVML, /dev/shm,
  * /proc/meminfo). Never fails as a whole: what could not be read is recorded. Returns 0. */
 int snapshot_collect(const struct snapshot_opts *o, struct snapshot *out);
+
+/* Samples the GPUs' memory again into s->resample, delay_s after s's NVML sample (sleeping what is
+ * left of it): memory that falls in between is being released, not leaked. Live snapshots only;
+ * does nothing without NVML, for delay_s <= 0, or when the second sample was taken already. */
+void snapshot_resample(struct snapshot *s, const char *nvml_path, double delay_s);
 
 /* Serializes s (docs/json.md, "snapshot"). redact: command lines, user names and cgroup paths
  * are replaced by placeholders. Returns a new reference; never NULL. */

@@ -148,4 +148,17 @@ test_a_setsid_daemon_holding_the_gpu_is_not_an_orphan() {
 	expect_jq "$out" "[.findings[] | select(.gpu == 0)][0].verdict == \"in_use\""
 }
 
+test_the_second_memory_sample_is_taken_only_when_memory_has_no_holder() {
+	mkdevs
+	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
+	scenario "gpu 0 used_mib=1542" "gpu 1" "proc gpu=0 pid=$A mib=1542"
+	out=$(gw why --nvml "$FAKE" --json)
+	expect_jq "$out" '.second_sample_s == null'
+	# 2 GiB that no process holds: only a second look tells a leak from memory being released.
+	scenario "gpu 0 used_mib=3590" "gpu 1" "proc gpu=0 pid=$A mib=1542"
+	out=$(gw why --nvml "$FAKE" --json)
+	expect_jq "$out" '.second_sample_s >= 0.5 and ([.findings[] | select(.verdict == "driver_leak")] | length == 1)'
+	expect_jq "$out" '[.findings[] | select(.verdict == "driver_leak") | .evidence[] | select(test("second sample"))] | length == 1'
+}
+
 run_tests

@@ -830,7 +830,7 @@ static void test_json_names_schema_verdicts_and_host_wide_gpu_as_null(void **sta
 	seed_world(&w);
 	struct diagnosis d;
 	diagnose(&w.s, &d);
-	json_t *j = render_why_json(&d, NULL, w.s.host_pidns);
+	json_t *j = render_why_json(&d, NULL, w.s.host_pidns, -1);
 	assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpuwho.why");
 	assert_int_equal(json_integer_value(json_object_get(j, "schema_version")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "pid_namespace")), "child");
@@ -848,7 +848,7 @@ static void test_json_names_schema_verdicts_and_host_wide_gpu_as_null(void **sta
 	bool *show = calloc(d.nfindings, sizeof *show);
 	for (size_t i = 0; i < d.nfindings; i++)
 		show[i] = d.findings[i].slot < 0 || d.findings[i].gpu == 2;
-	json_t *j2 = render_why_json(&d, show, false);
+	json_t *j2 = render_why_json(&d, show, false, -1);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(j2, "findings"), 0), "gpu")), 2);
 	free(show);
 	json_decref(j2);
