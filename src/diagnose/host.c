@@ -101,58 +101,89 @@ static void verdict_shm(struct ctx *c)
 	free(args);
 }
 
-/* Host memory: MemAvailable low, and what GPU processes pin or lock. */
+/* Host memory a GPU holder would give back when it ends: what it pins or locks (VmPin, VmLck)
+ * and its shared RSS — host buffers pinned through the driver (cudaHostAlloc) count as RssShmem,
+ * with VmPin and VmLck at 0 (H200, driver 580: four processes pinning ~28 GiB each raised Shmem
+ * to 112.7 GiB). */
+static unsigned long long held_host_bytes(const struct proc_info *p)
+{
+	unsigned long long pin = p->vm_pin_kb > p->vm_lck_kb ? p->vm_pin_kb : p->vm_lck_kb;
+	return (pin > p->rss_shmem_kb ? pin : p->rss_shmem_kb) * 1024ull;
+}
+
+/* Host memory: MemAvailable low, and how much of it — Shmem first — the GPU holders hold. */
 static void verdict_host_memory(struct ctx *c)
 {
 	const struct snapshot *s = c->s;
 	const struct meminfo *m = &s->mem;
 	bool low = s->mem_ok && m->has_total && m->has_available && m->total &&
 		   m->available * 100 < m->total * DIAG_HOST_LOW_PERCENT;
-	unsigned long long pinned = 0;
+	unsigned long long held = 0, gpu_shmem = 0, shm_files = 0;
 	for (size_t i = 0; i < s->scan.nholders; i++) {
 		const struct proc_info *p = &s->scan.holders[i].info;
-		pinned += (p->vm_pin_kb > p->vm_lck_kb ? p->vm_pin_kb : p->vm_lck_kb) * 1024ull;
+		held += held_host_bytes(p);
+		gpu_shmem += p->rss_shmem_kb * 1024ull;
 	}
-	if (!low && pinned < DIAG_PINNED_MIN_BYTES)
+	for (size_t i = 0; i < s->nshm; i++)
+		shm_files += s->shm[i].bytes;
+	if (!low && held < DIAG_PINNED_MIN_BYTES)
 		return;
 	struct finding *f;
 	if (low)
 		f = diag_add_finding(c, "host_memory", DIAG_WARNING, NULL,
-				     "host memory is low: %.1f GiB available of %.1f GiB (%.0f%%)", diag_gib(m->available),
-				     diag_gib(m->total), 100.0 * (double)m->available / (double)m->total);
+				     "host memory is low: %.1f GiB available of %.1f GiB (%.0f%%)%s", diag_gib(m->available),
+				     diag_gib(m->total), 100.0 * (double)m->available / (double)m->total,
+				     held >= DIAG_PINNED_MIN_BYTES ? "; the GPU processes hold much of it" : "");
 	else
-		f = diag_add_finding(c, "host_memory", DIAG_INFO, NULL, "GPU processes pin or lock %.1f GiB of host memory",
-				     diag_gib(pinned));
+		f = diag_add_finding(c, "host_memory", DIAG_INFO, NULL,
+				     "GPU processes hold %.1f GiB of host memory (pinned host buffers), which ending them frees",
+				     diag_gib(held));
 	if (s->mem_ok && m->has_total && m->has_available)
 		diag_ev(f, "/proc/meminfo: MemTotal %.1f GiB, MemAvailable %.1f GiB", diag_gib(m->total), diag_gib(m->available));
-	if (s->mem_ok && m->has_shmem && m->shmem >= DIAG_GIB)
-		diag_ev(f, "Shmem %.1f GiB: tmpfs and /dev/shm pages, which only removing the files frees", diag_gib(m->shmem));
+	/* Shmem is the GPU holders' before it is /dev/shm's: pinned buffers are shared memory. */
+	if (s->mem_ok && m->has_shmem && m->shmem >= DIAG_GIB) {
+		unsigned long long gpu = gpu_shmem < m->shmem ? gpu_shmem : m->shmem;
+		unsigned long long files = shm_files < m->shmem - gpu ? shm_files : m->shmem - gpu;
+		diag_ev(f, "Shmem %.1f GiB: %.1f GiB is the GPU holders' shared RSS (host buffers pinned through the driver, "
+			"freed when they exit), %.1f GiB files in %s (freed only by removing them), %.1f GiB other tmpfs "
+			"files and shared mappings", diag_gib(m->shmem), diag_gib(gpu), diag_gib(files),
+			s->shm_dir ? s->shm_dir : "/dev/shm", diag_gib(m->shmem - gpu - files));
+	}
 	if (s->mem_ok && m->has_mlocked && m->mlocked >= DIAG_GIB)
 		diag_ev(f, "Mlocked %.1f GiB", diag_gib(m->mlocked));
 	size_t named = 0;
 	for (size_t i = 0; i < s->scan.nholders; i++) {
-		const struct proc_info *p = &s->scan.holders[i].info;
-		if (p->vm_pin_kb * 1024ull < DIAG_GIB && p->vm_lck_kb * 1024ull < DIAG_GIB)
+		const struct holder *h = &s->scan.holders[i];
+		const struct proc_info *p = &h->info;
+		if (held_host_bytes(p) < DIAG_GIB)
 			continue;
 		diag_add_pid(f, p->pid);
 		if (named++ >= DIAG_LIST_MAX)
 			continue;
+		unsigned long long mapped = 0;
+		for (size_t k = 0; k < h->nholds; k++)
+			mapped += h->holds[k].map_bytes;
 		char *pd = diag_pdesc(p);
-		diag_ev(f, "%s: VmPin %.1f GiB, VmLck %.1f GiB, VmRSS %.1f GiB (pinned host buffers: KV cache offload, "
-			"pinned staging)", pd, diag_gib(p->vm_pin_kb * 1024ull), diag_gib(p->vm_lck_kb * 1024ull),
-			diag_gib(p->vm_rss_kb * 1024ull));
+		diag_ev(f, "%s gives back %.1f GiB when it ends: RSS %.1f GiB (anon %.1f, file %.1f, shared %.1f GiB); VmPin "
+			"%.1f GiB, VmLck %.1f GiB; %.1f GiB of NVIDIA device mappings", pd, diag_gib(held_host_bytes(p)),
+			diag_gib(p->vm_rss_kb * 1024ull), diag_gib(p->rss_anon_kb * 1024ull), diag_gib(p->rss_file_kb * 1024ull),
+			diag_gib(p->rss_shmem_kb * 1024ull), diag_gib(p->vm_pin_kb * 1024ull), diag_gib(p->vm_lck_kb * 1024ull),
+			diag_gib(mapped));
 		free(pd);
 	}
 	if (named > DIAG_LIST_MAX)
 		diag_ev(f, "and %zu more", named - DIAG_LIST_MAX);
 	if (named == 0 && low)
-		diag_ev(f, "no GPU holder visible here pins or locks host memory%s", s->host_pidns ? ""
+		diag_ev(f, "no GPU holder visible here holds host memory pinned, locked or shared%s", s->host_pidns ? ""
 			: " (this is a child PID namespace: the host's processes are out of sight)");
 	if (low)
-		diag_set_fix(f, "Find what holds it: %sremove leaked /dev/shm segments%s. Serving engines' host-memory flags are "
-			     "per rank (SGLang --hicache-size: 8 ranks x 300 GB = 2.4 TB); `gpuwho plan -- LAUNCH COMMAND` "
-			     "checks a launch before it runs.", named ? "stop the processes above, " : "",
-			     s->host_pidns ? "" : ", and look on the host (`gpuwho why` there)");
+		diag_set_fix(f, "Find what holds it: %s%s. Serving engines' host-memory flags are per rank (SGLang "
+			     "--hicache-size: 8 ranks x 300 GB = 2.4 TB); `gpuwho plan -- LAUNCH COMMAND` checks a launch "
+			     "before it runs.", named ? "the GPU processes above (ending them gives their memory back; "
+						       "`gpuwho free GPU` ends a GPU's job)" : "",
+			     named ? (shm_files >= DIAG_GIB ? ", then leaked /dev/shm segments" : "")
+				   : (s->host_pidns ? "leaked /dev/shm segments, tmpfs files" :
+						      "look on the host (`gpuwho why` there)"));
 	else
 		diag_set_fix(f, "Nothing to do unless host memory runs short; then these processes are where it went.");
 }

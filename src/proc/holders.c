@@ -288,6 +288,9 @@ static int scan_maps(struct worker *w, int dfd, const char *file, int tid, struc
 				note_hold(a, (size_t)k, HOLD_MMAP | (tid ? HOLD_THREAD : 0) | (copy ? HOLD_COPY : 0), tid,
 					  copy ? path : NULL);
 				a->h[k].nmap++;
+				unsigned long long lo, hi;
+				if (sscanf(range, "%llx-%llx", &lo, &hi) == 2 && hi > lo)
+					a->h[k].map_bytes += hi - lo;
 			}
 		}
 		line = nl ? nl + 1 : NULL;

@@ -26,6 +26,8 @@ struct hold {
 	unsigned means;   /* HOLD_* bits */
 	unsigned nfd;     /* open fds on it */
 	unsigned nmap;    /* mappings of it */
+	unsigned long long map_bytes; /* their size in the address space (the driver maps pinned host
+				       * buffers and GPU memory through the NVIDIA nodes) */
 	bool read, write; /* union of the fds' access modes (from fdinfo flags) */
 	int via_tid;      /* HOLD_THREAD: a live thread whose fd table or maps hold it */
 	char *copy_path;  /* HOLD_COPY: the other node's path, as the holder sees it */

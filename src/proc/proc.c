@@ -102,6 +102,12 @@ int proc_read_status(int piddir, struct proc_info *p)
 			sscanf(line + 6, "%llu", &p->vm_rss_kb);
 		} else if (str_starts(line, "VmLck:")) {
 			sscanf(line + 6, "%llu", &p->vm_lck_kb);   /* mlock()ed */
+		} else if (str_starts(line, "RssAnon:")) {
+			sscanf(line + 8, "%llu", &p->rss_anon_kb);
+		} else if (str_starts(line, "RssFile:")) {
+			sscanf(line + 8, "%llu", &p->rss_file_kb);
+		} else if (str_starts(line, "RssShmem:")) {
+			sscanf(line + 9, "%llu", &p->rss_shmem_kb);
 		} else if (str_starts(line, "VmPin:")) {
 			sscanf(line + 6, "%llu", &p->vm_pin_kb);   /* pinned: cannot be moved or swapped (RDMA, cudaHostAlloc) */
 		} else if (str_starts(line, "NSpid:")) {

@@ -49,6 +49,9 @@ struct proc_info {
 				   * uvm_spin_loop" — from task/TID/wchan, or task/TID/stack (root) naming
 				   * an nvidia/uvm/nv_ function; NULL when none */
 	unsigned long long vm_rss_kb, vm_lck_kb, vm_pin_kb;  /* status VmRSS, VmLck, VmPin (0: absent) */
+	unsigned long long rss_anon_kb, rss_file_kb, rss_shmem_kb;  /* status RssAnon, RssFile, RssShmem:
+				   * VmRSS split; host buffers pinned with cudaHostAlloc count as
+				   * RssShmem (seen on an H200: VmPin and VmLck stay 0) */
 	/* Filled only when asked (holders_opts.env_name: plan --pid's CUDA_VISIBLE_DEVICES): */
 	char *env_value;          /* the variable's value, raw; NULL when unset or unread */
 	int env_err;              /* 0, or -errno when /proc/PID/environ could not be read */
@@ -58,7 +61,8 @@ struct proc_info {
  * last ')' because a name may contain ')' and spaces. Returns 0 or -errno (-ESRCH: gone). */
 int proc_read_stat(int piddir, struct proc_info *p);
 
-/* Reads /proc/PID/status: Uid, NSpid, VmRSS, VmLck, VmPin. Returns 0 or -errno. */
+/* Reads /proc/PID/status: Uid, NSpid, VmRSS, VmLck, VmPin, RssAnon, RssFile, RssShmem. Returns 0
+ * or -errno. */
 int proc_read_status(int piddir, struct proc_info *p);
 
 /* Reads /proc/PID/comm (untrimmed bytes, minus the newline). Returns 0 or -errno. */

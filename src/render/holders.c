@@ -377,6 +377,7 @@ json_t *render_holders_json(const struct holders_scan *s)
 			json_t *ho = json_pack("{s:i, s:o, s:o, s:i, s:i, s:s}", "target", (int)d->target, "path",
 					       json_str_or_null(s->targets[d->target].path), "how", how, "fds", (int)d->nfd, "maps",
 					       (int)d->nmap, "access", acc);
+			json_put(ho, "map_bytes", json_u64(d->map_bytes));
 			if (d->via_tid)
 				json_object_set_new(ho, "via_tid", json_integer(d->via_tid));
 			if (d->copy_path)

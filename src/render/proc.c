@@ -34,6 +34,12 @@ json_t *render_proc_json(const struct proc_info *p)
 			 "start_time", p->start_time, "start_ticks", (json_int_t)p->start_ticks, "cgroup", json_str_or_null(p->cgroup),
 			 "container", cont, "missing", json_str_or_null(p->missing));
 	json_put(o, "pgid", p->pgid ? json_integer(p->pgid) : json_null());
+	/* Host memory it holds (status, in bytes): what ending it gives back, pinned buffers included. */
+	json_put(o, "host_memory", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "rss_bytes", json_u64(p->vm_rss_kb * 1024),
+					      "anon_bytes", json_u64(p->rss_anon_kb * 1024), "file_bytes",
+					      json_u64(p->rss_file_kb * 1024), "shared_bytes", json_u64(p->rss_shmem_kb * 1024),
+					      "pinned_bytes", json_u64(p->vm_pin_kb * 1024), "locked_bytes",
+					      json_u64(p->vm_lck_kb * 1024)));
 	json_put(o, "sid", p->sid ? json_integer(p->sid) : json_null());
 	return o;
 }

@@ -184,6 +184,19 @@ static char *command_cell(const struct account_proc *r)
 	return e;
 }
 
+/* The process's resident host memory (VmRSS): "29.1 GiB", "312 MiB", "-" when unknown. Pinned
+ * host buffers count in it (as shared RSS), so a GPU holder's share of host memory shows here. */
+static const char *host_cell(const struct proc_info *p, char *buf, size_t n)
+{
+	if (!p || !p->vm_rss_kb)
+		snprintf(buf, n, "-");
+	else if (p->vm_rss_kb >= 1024ull * 1024)
+		snprintf(buf, n, "%.1f GiB", (double)p->vm_rss_kb / (1024.0 * 1024.0));
+	else
+		snprintf(buf, n, "%llu MiB", (p->vm_rss_kb + 512) / 1024);
+	return buf;
+}
+
 static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders_scan *s, const struct render_opts *o)
 {
 	headline(f, g, o);
@@ -222,7 +235,7 @@ static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders
 	}
 	if (wcont > 24)
 		wcont = 24;
-	fprintf(f, "%s  %7s %-8s %-5s %11s  ", render_col(o, C_DIM), "PID", "USER", "STATE", "MEMORY");
+	fprintf(f, "%s  %7s %-8s %-5s %11s %9s  ", render_col(o, C_DIM), "PID", "USER", "STATE", "MEMORY", "HOST");
 	if (any_cont)
 		fprintf(f, "%-*s ", wcont, "CONTAINER");
 	fprintf(f, "COMMAND%s\n", render_col(o, C_OFF));
@@ -236,8 +249,10 @@ static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders
 			snprintf(st, sizeof st, "%c%s", p->state ? p->state : '?', p->nthreads > 1 ? "l" : "");
 		bool odd = p && (p->state == 'Z' || p->state == 'D' || p->state == 'T' || p->state == 't');
 		char *user = p && p->user ? escape_term(p->user, strlen(p->user)) : xstrdup("?");
-		int used = fprintf(f, "  %7d %-8.8s %s%-5s%s %11s  ", r->pid, user, odd ? render_col(o, C_RED) : "", st,
-				   odd ? render_col(o, C_OFF) : "", mem_cell(r, mb, sizeof mb)) - (odd && o->color ? 9 : 0);
+		char hb[32];
+		int used = fprintf(f, "  %7d %-8.8s %s%-5s%s %11s %9s  ", r->pid, user, odd ? render_col(o, C_RED) : "", st,
+				   odd ? render_col(o, C_OFF) : "", mem_cell(r, mb, sizeof mb), host_cell(p, hb, sizeof hb)) -
+			   (odd && o->color ? 9 : 0);
 		if (any_cont)
 			used += fprintf(f, "%-*.*s ", wcont, wcont, conts[i]);
 		char *cmd = command_cell(r);

@@ -401,6 +401,13 @@ static bool load_proc(struct ld *l, json_t *o, struct proc_info *p)
 	TRY(g_u64(l, o, "vm_rss_kb", &p->vm_rss_kb));
 	TRY(g_u64(l, o, "vm_lck_kb", &p->vm_lck_kb));
 	TRY(g_u64(l, o, "vm_pin_kb", &p->vm_pin_kb));
+	/* Absent in older snapshots: unknown (0). */
+	if (json_object_get(o, "rss_anon_kb"))
+		TRY(g_u64(l, o, "rss_anon_kb", &p->rss_anon_kb));
+	if (json_object_get(o, "rss_file_kb"))
+		TRY(g_u64(l, o, "rss_file_kb", &p->rss_file_kb));
+	if (json_object_get(o, "rss_shmem_kb"))
+		TRY(g_u64(l, o, "rss_shmem_kb", &p->rss_shmem_kb));
 	return true;
 }
 
@@ -473,6 +480,8 @@ static bool load_scan(struct ld *l, json_t *o, struct holders_scan *s)
 			}
 			G_INT(l, e, "fds", 0, 1 << 24, d->nfd);
 			G_INT(l, e, "maps", 0, 1 << 24, d->nmap);
+			if (json_object_get(e, "map_bytes"))   /* absent in older snapshots */
+				TRY(g_u64(l, e, "map_bytes", &d->map_bytes));
 			TRY(g_bool(l, e, "read", &d->read));
 			TRY(g_bool(l, e, "write", &d->write));
 			G_INT(l, e, "via_tid", 0, SNAPSHOT_PID_MAX - 1, d->via_tid);

@@ -100,6 +100,9 @@ static json_t *proc_to_json(const struct proc_info *p, bool redact)
 	json_put(o, "vm_rss_kb", json_u64(p->vm_rss_kb));
 	json_put(o, "vm_lck_kb", json_u64(p->vm_lck_kb));
 	json_put(o, "vm_pin_kb", json_u64(p->vm_pin_kb));
+	json_put(o, "rss_anon_kb", json_u64(p->rss_anon_kb));
+	json_put(o, "rss_file_kb", json_u64(p->rss_file_kb));
+	json_put(o, "rss_shmem_kb", json_u64(p->rss_shmem_kb));
 	return o;
 }
 
@@ -144,9 +147,11 @@ static json_t *scan_to_json(const struct holders_scan *s, bool redact)
 			for (unsigned b = 0; b < 4; b++)
 				if (d->means & (1u << b))
 					json_push(how, json_string(snapshot_means_names[b]));
-			json_push(holds, json_pack("{s:I, s:o, s:i, s:i, s:b, s:b, s:i, s:o}", "target", (json_int_t)d->target,
-						"how", how, "fds", (int)d->nfd, "maps", (int)d->nmap, "read", d->read, "write",
-						d->write, "via_tid", d->via_tid, "copy_path", jstr(d->copy_path)));
+			json_t *hj = json_pack("{s:I, s:o, s:i, s:i, s:b, s:b, s:i, s:o}", "target", (json_int_t)d->target, "how",
+					       how, "fds", (int)d->nfd, "maps", (int)d->nmap, "read", d->read, "write", d->write,
+					       "via_tid", d->via_tid, "copy_path", jstr(d->copy_path));
+			json_put(hj, "map_bytes", json_u64(d->map_bytes));
+			json_push(holds, hj);
 		}
 		json_put(j, "holds", holds);
 		json_push(hs, j);

@@ -742,6 +742,40 @@ static void test_host_memory_pinned_by_gpu_processes_is_named(void **state)
 	diag_free(&d);
 }
 
+/* The H200 case: four CUDA processes pinned ~28 GiB each with cudaHostAlloc; Shmem grew to
+ * 112.7 GiB while VmPin and VmLck stayed 0. The holders own it, not /dev/shm. */
+static void test_shmem_pinned_by_gpu_holders_is_theirs_not_dev_shm(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	add_other(&w, 1, 0, 'S', "systemd", "/sbin/init");
+	for (int i = 0; i < 4; i++) {
+		struct holder *h = add_holder(&w, 6001 + i, 1, 'S', "cuda_holder", "cuda_holder --pin", 0);
+		h->info.vm_rss_kb = 29ull << 20;
+		h->info.rss_anon_kb = 1ull << 20;
+		h->info.rss_shmem_kb = 28ull << 20;
+		add_nvml(&w, 0, 6001 + (unsigned)i, 1000);
+	}
+	w.s.mem_ok = true;
+	w.s.mem = (struct meminfo){.total = 126ull << 30, .available = 8ull << 30, .shmem = (1127ull << 30) / 10,
+				   .has_total = true, .has_available = true, .has_shmem = true};
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	const struct finding *f = find(&d, "host_memory", -1);
+	assert_non_null(f);
+	assert_int_equal(f->severity, DIAG_WARNING);
+	assert_true(evidence_has(f, "112.0 GiB is the GPU holders' shared RSS"));
+	assert_true(evidence_has(f, "0.0 GiB files in /dev/shm"));
+	assert_true(evidence_has(f, "gives back 28.0 GiB when it ends"));
+	for (int i = 0; i < 4; i++)
+		assert_true(has_pid(f, 6001 + i));
+	assert_non_null(strstr(f->fix, "the GPU processes above"));
+	assert_null(strstr(f->fix, "/dev/shm"));
+	assert_null(find(&d, "shm_orphans", -1));
+	diag_free(&d);
+}
+
 static void test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok(void **state)
 {
 	(void)state;
@@ -881,6 +915,7 @@ int main(void)
 		cmocka_unit_test(test_a_partial_leak_beside_a_live_process_gets_its_own_finding),
 		cmocka_unit_test(test_ranks_of_a_dead_process_group_are_orphans_whatever_their_names),
 		cmocka_unit_test(test_a_setsid_daemon_and_a_detached_job_are_not_orphans),
+		cmocka_unit_test(test_shmem_pinned_by_gpu_holders_is_theirs_not_dev_shm),
 		cmocka_unit_test(test_host_memory_pinned_by_gpu_processes_is_named),
 		cmocka_unit_test(test_a_healthy_host_with_a_normal_holder_is_in_use_and_ok),
 		cmocka_unit_test(test_without_nvml_no_memory_verdict_is_made),
