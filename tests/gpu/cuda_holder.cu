@@ -6,6 +6,7 @@
 //   --stop         SIGSTOP itself once ready
 //   --ignore-term  ignore SIGTERM (for `gpuwho free` validation)
 //   --comm NAME    set the process name (prctl), e.g. sglang::scheduler_TP0 as SGLang's workers do
+//   --pin MIB      also pin MIB MiB of host memory with cudaHostAlloc (SGLang's hierarchical cache does)
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,7 +17,7 @@
 #include <unistd.h>
 
 static const char *ready_path;
-static size_t mib;
+static size_t mib, pin_mib;
 static int fork_exit, stop_self;
 
 static void ready(void)
@@ -52,6 +53,15 @@ static void *hold(void *arg)
 	}
 	cudaMemset(p, 1, mib << 20);
 	cudaDeviceSynchronize();
+	if (pin_mib) {
+		void *h = NULL;
+		e = cudaHostAlloc(&h, pin_mib << 20, cudaHostAllocDefault);
+		if (e != cudaSuccess) {
+			fprintf(stderr, "cudaHostAlloc: %s\n", cudaGetErrorString(e));
+			exit(1);
+		}
+		memset(h, 1, pin_mib << 20);   // touched: resident
+	}
 	if (fork_exit) {
 		pid_t c = fork();
 		if (c < 0)
@@ -83,6 +93,8 @@ int main(int argc, char **argv)
 			stop_self = 1;
 		else if (!strcmp(argv[i], "--comm") && i + 1 < argc)
 			prctl(PR_SET_NAME, argv[++i]);
+		else if (!strcmp(argv[i], "--pin") && i + 1 < argc)
+			pin_mib = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--ignore-term"))
 			signal(SIGTERM, SIG_IGN);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
