@@ -184,3 +184,22 @@ const char *fmt_mib(char *buf, size_t n, unsigned long long bytes)
 	snprintf(buf, n, "%s MiB", fmt_mib_num(d, sizeof d, bytes));
 	return buf;
 }
+
+char *strv_join(char *const *v, size_t n, const char *sep)
+{
+	size_t len = 1, ls = strlen(sep);
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + (i ? ls : 0);
+	char *out = xmalloc(len), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		if (i) {
+			memcpy(o, sep, ls);
+			o += ls;
+		}
+		size_t l = strlen(v[i]);
+		memcpy(o, v[i], l);
+		o += l;
+	}
+	*o = '\0';
+	return out;
+}

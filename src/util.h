@@ -19,6 +19,9 @@ char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0
 /* Appends the malloc'ed string s to the array *v of *n strings (taking ownership of s). */
 void strv_push(char ***v, size_t *n, char *s);
 
+/* v[0..n) joined with sep between them, malloc'ed ("" when n is 0). */
+char *strv_join(char *const *v, size_t n, const char *sep);
+
 /* Grows *arr (element size elsz) so that index `need - 1` fits; *cap is updated. */
 void xgrow(void *arr, size_t *cap, size_t need, size_t elsz);
 

@@ -174,15 +174,12 @@ void render_free_text(FILE *f, const struct free_view *v, const struct render_op
 			fputs("           ", f);
 			render_put(f, why, o, "           ", 11);
 			if (fp->nevidence) {
-				char *ev = xstrdup("evidence:");
-				for (size_t k = 0; k < fp->nevidence; k++) {
-					char *e2 = xasprintf("%s%s %s", ev, k ? ";" : "", fp->evidence[k]);
-					free(ev);
-					ev = e2;
-				}
+				char *list = strv_join(fp->evidence, fp->nevidence, "; ");
+				char *ev = xasprintf("evidence: %s", list);
 				fputs("           ", f);
 				render_put(f, ev, o, "             ", 11);
 				free(ev);
+				free(list);
 			}
 			if (fp->stuck && !r) {
 				fputs("           ", f);

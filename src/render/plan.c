@@ -70,12 +70,7 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 	fprintf(f, "\nGPUs: %s\n", verdict_upper(r->gpus_verdict));
 	put_line(f, o, 2, "%s", r->gpus_message);
 	if (r->ngpu_ids) {
-		char *ids = xstrdup("");
-		for (int i = 0; i < r->ngpu_ids; i++) {
-			char *n = xasprintf("%s%s%s", ids, i ? ", " : "", r->gpu_ids[i]);
-			free(ids);
-			ids = n;
-		}
+		char *ids = strv_join(r->gpu_ids, (size_t)r->ngpu_ids, ", ");
 		put_line(f, o, 2, "%s GPU%s %s%s", r->gpu_ids_assumed ? "would take" : "takes", r->ngpu_ids == 1 ? "" : "s", ids,
 			 pf->cuda_visible ? "" : r->gpu_ids_assumed ? " (assumed: CUDA_VISIBLE_DEVICES unset, GPU count unknown)"
 								   : " (CUDA_VISIBLE_DEVICES unset)");
@@ -130,12 +125,7 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 		for (size_t i = 0; i < r->nnotes; i++)
 			put_line(f, o, 2, "- %s", r->notes[i]);
 		if (l->nunknown) {
-			char *list = xstrdup("");
-			for (size_t i = 0; i < l->nunknown; i++) {
-				char *n = xasprintf("%s%s%s", list, i ? ", " : "", l->unknown[i]);
-				free(list);
-				list = n;
-			}
+			char *list = strv_join(l->unknown, l->nunknown, ", ");
 			put_line(f, o, 2, "- ignored flags plan does not model: %s", list);
 			free(list);
 		}
