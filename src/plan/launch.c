@@ -31,6 +31,7 @@ enum field {
 	X_NONE, X_MODEL, X_REVISION, X_TP, X_DP, X_PP, X_EP, X_NNODES, X_DP_LOCAL, X_DP_ATTN, X_EXPERT_PAR,
 	X_BASE_GPU, X_GPU_STEP, X_MEMFRAC, X_KV_DTYPE, X_DTYPE, X_PAGE, X_CTX, X_MAXRUN, X_HICACHE,
 	X_HICACHE_SIZE, X_HICACHE_RATIO, X_SWAP, X_CPU_OFFLOAD, X_KV_OFFLOAD, X_SPEC, X_QUANT,
+	X_NFIELDS
 };
 
 struct flagdef {
@@ -146,6 +147,10 @@ static const struct flagdef flags[] = {
 #define MAX_SIZE 1e6          /* GB or GiB per rank/GPU: a petabyte */
 #define MAX_RATIO 1e4
 #define MAX_TOKENS 1000000000L
+/* The most GPUs one launch may take, all ranks on all nodes together: each size alone is bounded by
+ * MAX_PARALLEL, and a product of them above this is a typo. It keeps every product of the sizes
+ * (the GPU count, the ranks on a node) within an int. */
+#define MAX_GPUS 65536
 
 const char *launch_engine_name(enum launch_engine e)
 {
@@ -454,6 +459,28 @@ static int recognise(int argc, char *const *argv, struct launch *l)
 		       "vllm serve, python -m vllm.entrypoints.openai.api_server)", argv[i]), -1;
 }
 
+/* Refuses a product of parallel sizes above MAX_GPUS, naming each factor above 1 as the command
+ * spelled its flag (names[i] NULL: the flag was not given, so its size is 1). */
+static int check_gpus(struct launch *l, int n, const char *const *names, const int *sizes)
+{
+	long long p = 1;
+	for (int i = 0; i < n; i++)
+		p *= sizes[i];   /* at most MAX_PARALLEL^3: fits */
+	if (p <= MAX_GPUS)
+		return 0;
+	char *s = xstrdup("");
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] == 1)
+			continue;
+		char *t = xasprintf("%s%s%s %d", s, *s ? " × " : "", names[i], sizes[i]);
+		free(s);
+		s = t;
+	}
+	int r = fail(l, "%s is %lld GPUs, more than any deployment has (at most %d)", s, p, MAX_GPUS);
+	free(s);
+	return r;
+}
+
 int launch_parse(int argc, char *const *argv, struct launch *l)
 {
 	memset(l, 0, sizeof *l);
@@ -463,6 +490,8 @@ int launch_parse(int argc, char *const *argv, struct launch *l)
 	if (i < 0)
 		return -EINVAL;
 	bool model_from_flag = false;
+	/* How the command spelled each size's flag (-tp, --tp-size, ...), for the errors below. */
+	const char *name[X_NFIELDS] = {0};
 	while (i < argc) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -516,9 +545,18 @@ int launch_parse(int argc, char *const *argv, struct launch *l)
 		int r = apply(l, f, v, negated);
 		if (r)
 			return r;
+		name[f->field] = f->name;
 	}
 	if (l->engine == LAUNCH_SGLANG && !l->hicache && (l->has_hicache_size || l->has_hicache_ratio))
 		note(l, "--hicache-size and --hicache-ratio do nothing without --enable-hierarchical-cache");
+	/* The GPUs plan counts: tp × pp × dp (SGLang's DP attention puts its DP ranks inside the TP
+	 * group), and vLLM's tp × pp × --data-parallel-size-local on this node. */
+	if (check_gpus(l, 3, (const char *[]){name[X_TP], name[X_PP], name[X_DP]},
+		       (int[]){l->tp, l->pp, l->dp_attention ? 1 : l->dp}))
+		return -EINVAL;
+	if (l->dp_local && check_gpus(l, 3, (const char *[]){name[X_DP_LOCAL], name[X_TP], name[X_PP]},
+				      (int[]){l->dp_local, l->tp, l->pp}))
+		return -EINVAL;
 	if (l->dp_attention && l->tp % l->dp)
 		return fail(l, "--dp %d with --enable-dp-attention: must divide --tp %d", l->dp, l->tp);
 	if (l->nnodes > 1 && (l->tp * l->pp) % l->nnodes)

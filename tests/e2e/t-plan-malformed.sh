@@ -27,6 +27,11 @@ test_absurd_engine_values_name_the_flag() {
 	expect_usage "--kv-cache-dtype fp7" -- vllm serve m --kv-cache-dtype fp7
 }
 
+test_absurd_parallel_product_names_the_flags() {
+	expect_usage "-tp 65536 × -pp 65536 is 4294967296 GPUs" -- vllm serve m -tp 65536 -pp 65536 --kv-offloading-size 1
+	expect_usage "--tp 256 × --pp 256 × --dp 2" -- python3 -m sglang.launch_server --model-path m --tp 256 --pp 256 --dp 2
+}
+
 test_unknown_engine_and_empty_command() {
 	expect_usage "not an SGLang or vLLM launch" -- torchrun --nproc-per-node 8 train.py
 	expect_usage "python -m http.server" -- python3 -m http.server

@@ -149,6 +149,29 @@ static void malformed_values_name_the_flag(void **state)
 	EXPECT_ERROR("--model-path", "python", "-m", "sglang.launch_server", "--tp", "8");
 }
 
+/* tp × pp × dp is a GPU count: each size alone may be within bounds and the product absurd (it
+ * overflowed an int and divided by zero). The error names each factor as the command spelled it. */
+static void parallel_sizes_whose_product_is_absurd_name_each_flag(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("-tp 65536 × -pp 65536 is 4294967296 GPUs", "vllm", "serve", "m", "-tp", "65536", "-pp", "65536",
+		     "--kv-offloading-size", "1");
+	EXPECT_ERROR("--tensor-parallel-size 65536 × --pipeline-parallel-size 65536", "vllm", "serve", "m",
+		     "--tensor-parallel-size", "65536", "--pipeline-parallel-size", "65536");
+	EXPECT_ERROR("--tp 256 × --pp 256 × --dp 2 is 131072 GPUs", "sglang", "serve", "--model-path", "m", "--tp", "256",
+		     "--pp", "256", "--dp", "2");
+	EXPECT_ERROR("--tp 65536 × --pp 65536", "sglang", "serve", "--model-path", "m", "--tp", "65536", "--pp", "65536",
+		     "--nnodes", "2");
+	EXPECT_ERROR("-dpl 65536 × -tp 2", "vllm", "serve", "m", "-tp", "2", "-dp", "2", "-dpl", "65536");
+	/* At the bound it is a plan, and DP attention's DP ranks share the TP group's GPUs. */
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "-tp", "256", "-pp", "256"), 0);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "sglang", "serve", "--model-path", "m", "--tp", "65536", "--dp", "65536",
+			       "--enable-dp-attention"), 0);
+	launch_free(&l);
+}
+
 static void unknown_engines_are_refused(void **state)
 {
 	(void)state;
@@ -192,6 +215,7 @@ int main(void)
 		cmocka_unit_test(unknown_flags_are_recorded_with_their_values_skipped),
 		cmocka_unit_test(vllm_no_prefix_clears_a_boolean),
 		cmocka_unit_test(malformed_values_name_the_flag),
+		cmocka_unit_test(parallel_sizes_whose_product_is_absurd_name_each_flag),
 		cmocka_unit_test(unknown_engines_are_refused),
 		cmocka_unit_test(nul_separated_cmdline_splits_into_argv),
 	};
