@@ -55,6 +55,11 @@ test_missing_config_field_is_named() {
 	expect_usage "text_config.qk_rope_head_dim: missing" --model-config "$TMP/c.json" -- "${SG[@]}"
 }
 
+test_config_number_beyond_any_integer_is_out_of_range() {
+	printf '{"num_hidden_layers": 1e300, "num_attention_heads": 8, "head_dim": 128}' >"$TMP/c.json"
+	expect_usage "num_hidden_layers: 1e300 is out of range" --model-config "$TMP/c.json" -- "${SG[@]}"
+}
+
 test_terminal_escapes_in_the_command_are_neutralised() {
 	out=$("$GPUWHO" plan --gpu-mem 96 --host-mem 408GB --model-config "$KIMI" -- \
 		python3 -m sglang.launch_server --model-path $'evil\e]0;pwned\a' --tp 8 2>&1)
