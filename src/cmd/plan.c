@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"\n"
 	"Launch commands understood: python -m sglang.launch_server ..., sglang serve ...,\n"
 	"vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...\n"
-	"(a leading CUDA_VISIBLE_DEVICES=... is honoured).\n"
+	"(a leading CUDA_VISIBLE_DEVICES=... and env with its options are honoured).\n"
 	"\n"
 	"Options:\n"
 	"  --pid PID          plan the server running as PID (reads /proc/PID/cmdline and its\n"
