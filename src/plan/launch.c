@@ -188,27 +188,36 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* strtod without its surprises: no hex, no inf/nan, no leading space, the whole string. */
-static bool parse_number(const char *s, double *out)
+/* strtod without its surprises: no hex, no inf/nan, no leading space, the whole string. Returns 0,
+ * -EINVAL (not a number), or -ERANGE for a number a double cannot hold, with *out strtod's answer:
+ * ±HUGE_VAL for one too large, a denormal or ±0 for one too small (1e-320, 1e-400). */
+static int parse_number(const char *s, double *out)
 {
 	if (!s || !*s || isspace((unsigned char)*s))
-		return false;
+		return -EINVAL;
 	for (const char *p = s; *p; p++)
 		if (!strchr("0123456789+-.eE", *p))
-			return false;
+			return -EINVAL;
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (*end || !isfinite(v) || errno == ERANGE)
-		return false;
+	if (*end || end == s || isnan(v))
+		return -EINVAL;
 	*out = v;
-	return true;
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
+/* Underflow: strtod could only give a denormal or zero for it. */
+static bool too_small(int rc, double d)
+{
+	return rc == -ERANGE && fabs(d) < 1;
 }
 
 static int read_int(struct launch *l, const char *flag, const char *v, long min, long max, long *out)
 {
 	double d;
-	if (!parse_number(v, &d) || d != floor(d))
+	int rc = parse_number(v, &d);
+	if (rc == -EINVAL || too_small(rc, d) || d != floor(d))
 		return fail(l, "%s %s: not a whole number", flag, v);
 	if (d < (double)min || d > (double)max)
 		return fail(l, "%s %s: out of range (%ld to %ld)", flag, v, min, max);
@@ -228,8 +237,8 @@ static int read_len(struct launch *l, const char *flag, const char *v, long *out
 		num[n - 1] = '\0';
 	}
 	double d;
-	int r = 0;
-	if (!parse_number(num, &d) || d * mult != floor(d * mult))
+	int r = 0, rc = parse_number(num, &d);
+	if (rc == -EINVAL || too_small(rc, d) || d * mult != floor(d * mult))
 		r = fail(l, "%s %s: not a token count", flag, v);
 	else if (d * mult < 1 || d * mult > (double)MAX_TOKENS)
 		r = fail(l, "%s %s: out of range (1 to %ld tokens)", flag, v, MAX_TOKENS);
@@ -242,8 +251,21 @@ static int read_len(struct launch *l, const char *flag, const char *v, long *out
 static int read_double(struct launch *l, const struct flagdef *f, const char *v, double *out)
 {
 	double d;
-	if (!parse_number(v, &d))
+	int rc = parse_number(v, &d);
+	if (rc == -EINVAL)
 		return fail(l, "%s %s: not a number", f->name, v);
+	/* A value a double holds only as a denormal or zero is no setting anyone meant; one too large
+	 * (±HUGE_VAL) falls to the bounds below. */
+	if (too_small(rc, d)) {
+		char range[64];
+		if (f->kind == F_FRAC)
+			snprintf(range, sizeof range, "a fraction above 0 and at most 1");
+		else if (f->kind == F_RATIO)
+			snprintf(range, sizeof range, "above 0 and at most %g", MAX_RATIO);
+		else
+			snprintf(range, sizeof range, "0 to 1,000,000");   /* MAX_SIZE */
+		return fail(l, "%s %s: out of range, too small to be real (%s)", f->name, v, range);
+	}
 	switch (f->kind) {
 	case F_FRAC:
 		if (d <= 0 || d > 1)

@@ -32,6 +32,15 @@ test_absurd_parallel_product_names_the_flags() {
 	expect_usage "--tp 256 × --pp 256 × --dp 2" -- python3 -m sglang.launch_server --model-path m --tp 256 --pp 256 --dp 2
 }
 
+test_denormal_values_are_out_of_range_not_nan() {
+	expect_usage "--mem-fraction-static 1e-320: out of range, too small to be real (a fraction above 0 and at most 1)" \
+		-- "${SG[@]}" --mem-fraction-static 1e-320
+	expect_usage "--gpu-mem 1e-320: too small to be real (64 MiB to 64 TiB)" --gpu-mem 1e-320 -- "${SG[@]}"
+	expect_usage "--host-mem 1e-320GB: too small to be real" --host-mem 1e-320GB -- "${SG[@]}"
+	expect_usage "--weights-gb 1e999: absurdly large" --weights-gb 1e999 -- "${SG[@]}"
+	expect_usage "--overhead 1e-320: too small to be real (0 to 64 TiB)" --overhead 1e-320 -- "${SG[@]}"
+}
+
 test_unknown_engine_and_empty_command() {
 	expect_usage "not an SGLang or vLLM launch" -- torchrun --nproc-per-node 8 train.py
 	expect_usage "python -m http.server" -- python3 -m http.server

@@ -245,6 +245,36 @@ static void parallel_sizes_whose_product_is_absurd_name_each_flag(void **state)
 	launch_free(&l);
 }
 
+/* strtod says ERANGE for a value a double cannot hold: 1e-320 (a denormal) and 1e-400 (0) are
+ * too small to be real, 1e999 too large; none of them is "not a number". */
+static void values_beyond_a_double_are_out_of_range(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("--mem-fraction-static 1e-320: out of range, too small to be real (a fraction above 0 and at most 1)",
+		     "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "1e-320");
+	EXPECT_ERROR("--gpu-memory-utilization 1e-400: out of range, too small to be real", "vllm", "serve", "m",
+		     "--gpu-memory-utilization", "1e-400");
+	EXPECT_ERROR("--hicache-ratio 1e-320: out of range, too small to be real (above 0 and at most 10000)", "sglang",
+		     "serve", "--model-path", "m", "--hicache-ratio", "1e-320");
+	EXPECT_ERROR("--hicache-size 1e-320: out of range, too small to be real (0 to 1,000,000)", "sglang", "serve",
+		     "--model-path", "m", "--hicache-size", "1e-320");
+	EXPECT_ERROR("--swap-space -1e-400: out of range, too small to be real", "vllm", "serve", "m", "--swap-space",
+		     "-1e-400");
+	EXPECT_ERROR("--cpu-offload-gb 2e-310: out of range", "vllm", "serve", "m", "--cpu-offload-gb", "2e-310");
+	EXPECT_ERROR("--kv-offloading-size 1e-320: out of range", "vllm", "serve", "m", "--kv-offloading-size", "1e-320");
+	EXPECT_ERROR("--swap-space 1e999: absurd (above 1,000,000", "vllm", "serve", "m", "--swap-space", "1e999");
+	EXPECT_ERROR("--mem-fraction-static 1e999: a fraction must be above 0 and at most 1", "sglang", "serve",
+		     "--model-path", "m", "--mem-fraction-static", "1e999");
+	EXPECT_ERROR("--hicache-ratio -1e999: must be above 0", "sglang", "serve", "--model-path", "m", "--hicache-ratio",
+		     "-1e999");
+	EXPECT_ERROR("--tp 1e999: out of range (1 to 65536)", "sglang", "serve", "--model-path", "m", "--tp", "1e999");
+	EXPECT_ERROR("--tp 1e-320: not a whole number", "sglang", "serve", "--model-path", "m", "--tp", "1e-320");
+	EXPECT_ERROR("--base-gpu-id 1e-400: not a whole number", "sglang", "serve", "--model-path", "m", "--base-gpu-id",
+		     "1e-400");
+	EXPECT_ERROR("--max-model-len 1e999: out of range (1 to", "vllm", "serve", "m", "--max-model-len", "1e999");
+	EXPECT_ERROR("--max-model-len 1e-400k: not a token count", "vllm", "serve", "m", "--max-model-len", "1e-400k");
+}
+
 static void unknown_engines_are_refused(void **state)
 {
 	(void)state;
@@ -301,6 +331,7 @@ int main(void)
 		cmocka_unit_test(vllm_no_prefix_clears_a_boolean),
 		cmocka_unit_test(malformed_values_name_the_flag),
 		cmocka_unit_test(parallel_sizes_whose_product_is_absurd_name_each_flag),
+		cmocka_unit_test(values_beyond_a_double_are_out_of_range),
 		cmocka_unit_test(unknown_engines_are_refused),
 		cmocka_unit_test(nul_separated_cmdline_splits_into_argv),
 	};
