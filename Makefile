@@ -44,9 +44,18 @@ $(BUILD)/tests/%.so: tests/lib/%.c
 
 tests: $(BUILD)/gpuwho $(UNIT) $(HELPERS) $(TESTLIBS)
 
-# Runs every unit and end-to-end test; the last line is "N passed, N failed, N skipped".
+# Runs every unit and end-to-end test, then the fuzz run (fuzz-run) where clang has libFuzzer; the
+# suite's summary, "N passed, N failed, N skipped", is printed again as the last line.
 check: tests
-	BUILD=$(BUILD) tests/run
+	@{ BUILD=$(BUILD) tests/run; echo $$? >$(BUILD)/.check-rc; } | tee $(BUILD)/.check-log
+	@rc=$$(cat $(BUILD)/.check-rc); fz=0; \
+	if [ "$(FUZZ_TIME)" = 0 ]; then echo "fuzz run skipped: FUZZ_TIME=0"; \
+	elif [ "$(HAVE_LIBFUZZER)" != yes ]; then \
+		echo "fuzz run skipped: no clang with libFuzzer (-fsanitize=fuzzer); scripts/install-deps installs it"; \
+	else $(MAKE) --no-print-directory fuzz-run || fz=1; fi; \
+	[ $$fz -eq 0 ] || echo "fuzz run FAILED: a target crashed (above; inputs in build-fuzz/artifacts/)"; \
+	tail -n 1 $(BUILD)/.check-log; \
+	[ $$rc -eq 0 ] && [ $$fz -eq 0 ]
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 asan:
@@ -55,13 +64,27 @@ asan:
 check-asan: asan
 	BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run
 
-# libFuzzer target for the snapshot loader (clang only; not part of check): make fuzz && build-fuzz/fuzz_snapshot
+# libFuzzer targets (clang only), one per tests/fuzz/fuzz_NAME.c: the snapshot loader, the launch-line
+# parser, the config.json reader. `make fuzz && build-fuzz/fuzz_NAME tests/fuzz/corpus/NAME`.
+FUZZ      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# Seconds each target runs in fuzz-run (and so in check); 0 skips the fuzz run in check.
+FUZZ_TIME ?= 60
+# "yes" when clang links a libFuzzer target (Debian: clang and libclang-rt-dev); evaluated only when used.
+HAVE_LIBFUZZER = $(shell mkdir -p build-fuzz && printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | \
+	clang -x c -fsanitize=fuzzer -o build-fuzz/.probe - >/dev/null 2>&1 && echo yes; rm -f build-fuzz/.probe)
+
 fuzz:
-	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS='-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer' \
-		build-fuzz/libgpuwho.a
-	clang -std=c11 -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags jansson 2>/dev/null) -O1 -g \
-		-fsanitize=fuzzer,address,undefined -o build-fuzz/fuzz_snapshot tests/fuzz/fuzz_snapshot.c \
-		build-fuzz/libgpuwho.a $(LDLIBS)
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS='$(FUZZFLAGS)' build-fuzz/libgpuwho.a
+	$(MAKE) $(FUZZ)
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c build-fuzz/libgpuwho.a
+	clang -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Isrc $(shell pkg-config --cflags jansson 2>/dev/null) -O1 -g \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $< build-fuzz/libgpuwho.a $(LDLIBS)
+
+# Each fuzz target for FUZZ_TIME seconds from its seed corpus (tests/fuzz/corpus/NAME): tests/fuzz/run.
+fuzz-run: fuzz
+	tests/fuzz/run $(FUZZ_TIME) $(FUZZ)
 
 # gpuwho's main job on this host: every GPU (ps) and the verdict (why); on a host without NVIDIA GPUs,
 # also the bundled incident the project started from, replayed from its snapshot.
@@ -79,5 +102,5 @@ install: $(BUILD)/gpuwho
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all tests check asan check-asan fuzz install clean
+.PHONY: all tests check asan check-asan fuzz fuzz-run install clean
 -include $(OBJ:.o=.d) $(TESTLIBS:.so=.d)

@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"\n"
 	"Launch commands understood: python -m sglang.launch_server ..., sglang serve ...,\n"
 	"vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...\n"
-	"(a leading CUDA_VISIBLE_DEVICES=... is honoured).\n"
+	"(a leading CUDA_VISIBLE_DEVICES=... and env with its options are honoured).\n"
 	"\n"
 	"Options:\n"
 	"  --pid PID          plan the server running as PID (reads /proc/PID/cmdline and its\n"
@@ -85,9 +85,10 @@ struct opts {
 	long avg_tokens;
 };
 
-/* Parses "96", "96GiB", "449GB", "0.5TiB" into bytes; a bare number is in `unit` bytes. False for
- * anything else, including negative, NaN and infinite values. */
-static bool parse_size(const char *s, double unit, double *out)
+/* Parses "96", "96GiB", "449GB", "0.5TiB" into bytes; a bare number is in `unit` bytes. Returns 0,
+ * -ERANGE for a number a double cannot hold (*out: 0 when too small, 1e308 or more when too large),
+ * or -EINVAL for anything else, including negative, NaN and infinite values. */
+static int parse_size(const char *s, double unit, double *out)
 {
 	static const struct { const char *suffix; double mult; } units[] = {
 		{"B", 1}, {"KB", 1e3}, {"KiB", 1024.0}, {"MB", 1e6}, {"MiB", 1048576.0}, {"GB", 1e9},
@@ -95,21 +96,22 @@ static bool parse_size(const char *s, double unit, double *out)
 		{"G", PLAN_GIB}, {"T", PLAN_GIB * 1024},
 	};
 	if (!s || !*s)
-		return false;
+		return -EINVAL;
 	size_t n = strspn(s, "0123456789.eE+-");
 	/* "1e" followed by a unit would be read as an exponent: back off over a trailing 'e'/'E'. */
 	while (n && (s[n - 1] == 'e' || s[n - 1] == 'E'))
 		n--;
 	if (!n || n > 40)
-		return false;
+		return -EINVAL;
 	char num[48];
 	memcpy(num, s, n);
 	num[n] = '\0';
 	char *end;
 	errno = 0;
 	double v = strtod(num, &end);
-	if (*end || errno || !isfinite(v) || v < 0)
-		return false;
+	bool range = errno == ERANGE;
+	if (*end || end == num || (errno && !range) || isnan(v) || v < 0)
+		return -EINVAL;
 	const char *suf = s + n;
 	double mult = unit;
 	if (*suf) {
@@ -121,24 +123,34 @@ static bool parse_size(const char *s, double unit, double *out)
 				break;
 			}
 		if (!ok)
-			return false;
+			return -EINVAL;
+	}
+	if (range) {
+		/* 1e-320 (a denormal or 0) or 1e999 (HUGE_VAL): no size anyone meant. */
+		*out = v < 1 ? 0 : HUGE_VAL;
+		return -ERANGE;
 	}
 	*out = v * mult;
-	return isfinite(*out);
+	return isfinite(*out) ? 0 : -ERANGE;
 }
 
-static int opt_size(struct opts *o, const char *name, const char *arg, double unit, double min, double max, double *out)
+/* Reads option --NAME's SIZE into *out, within [min, max] (`range` says it in words). */
+static int opt_size(struct opts *o, const char *name, const char *arg, double unit, double min, double max,
+		    const char *range, double *out)
 {
 	double v;
-	if (!parse_size(arg, unit, &v)) {
+	int rc = parse_size(arg, unit, &v);
+	if (rc == -EINVAL) {
 		char *e = escape_term(arg, strlen(arg));
 		cli_error(o->c, "--%s %s: not a size (a number, optionally with GB, GiB, TB, TiB, MB, MiB)", name, e);
 		free(e);
 		return -1;
 	}
-	if (v < min || v > max) {
+	/* A number too small for a double (1e-320) is too small to be real even where 0 is allowed. */
+	bool small = rc == -ERANGE ? v < 1 : v < min;
+	if (rc == -ERANGE || v < min || v > max) {
 		char *e = escape_term(arg, strlen(arg));
-		cli_error(o->c, "--%s %s: %s", name, e, v < min ? "too small to be real" : "absurdly large");
+		cli_error(o->c, "--%s %s: %s (%s)", name, e, small ? "too small to be real" : "absurdly large", range);
 		free(e);
 		return -1;
 	}
@@ -160,15 +172,16 @@ static int on_option(int opt, const char *arg, void *ctx)
 		return 0;
 	case OPT_GPU_MEM:
 		o->has_gpu_mem = true;
-		return opt_size(o, "gpu-mem", arg, PLAN_GIB, 64 * 1048576.0, 64 * PLAN_GIB * 1024, &o->gpu_mem);
+		return opt_size(o, "gpu-mem", arg, PLAN_GIB, 64 * 1048576.0, 64 * PLAN_GIB * 1024, "64 MiB to 64 TiB",
+				&o->gpu_mem);
 	case OPT_HOST_MEM:
 		o->has_host_mem = true;
-		return opt_size(o, "host-mem", arg, PLAN_GIB, 1, 1e18, &o->host_mem);
+		return opt_size(o, "host-mem", arg, PLAN_GIB, 1, 1e18, "1 byte to 1,000,000 TB", &o->host_mem);
 	case OPT_WEIGHTS:
 		o->has_weights = true;
-		return opt_size(o, "weights-gb", arg, PLAN_GB, 1, 1e16, &o->weights);
+		return opt_size(o, "weights-gb", arg, PLAN_GB, 1, 1e16, "1 byte to 10,000 TB", &o->weights);
 	case OPT_OVERHEAD:
-		return opt_size(o, "overhead", arg, PLAN_GIB, 0, 64 * PLAN_GIB * 1024, &o->overhead);
+		return opt_size(o, "overhead", arg, PLAN_GIB, 0, 64 * PLAN_GIB * 1024, "0 to 64 TiB", &o->overhead);
 	case OPT_MODEL_CONFIG:
 		o->model_config = arg;
 		return 0;

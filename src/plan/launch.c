@@ -31,6 +31,7 @@ enum field {
 	X_NONE, X_MODEL, X_REVISION, X_TP, X_DP, X_PP, X_EP, X_NNODES, X_DP_LOCAL, X_DP_ATTN, X_EXPERT_PAR,
 	X_BASE_GPU, X_GPU_STEP, X_MEMFRAC, X_KV_DTYPE, X_DTYPE, X_PAGE, X_CTX, X_MAXRUN, X_HICACHE,
 	X_HICACHE_SIZE, X_HICACHE_RATIO, X_SWAP, X_CPU_OFFLOAD, X_KV_OFFLOAD, X_SPEC, X_QUANT,
+	X_NFIELDS
 };
 
 struct flagdef {
@@ -146,6 +147,10 @@ static const struct flagdef flags[] = {
 #define MAX_SIZE 1e6          /* GB or GiB per rank/GPU: a petabyte */
 #define MAX_RATIO 1e4
 #define MAX_TOKENS 1000000000L
+/* The most GPUs one launch may take, all ranks on all nodes together: each size alone is bounded by
+ * MAX_PARALLEL, and a product of them above this is a typo. It keeps every product of the sizes
+ * (the GPU count, the ranks on a node) within an int. */
+#define MAX_GPUS 65536
 
 const char *launch_engine_name(enum launch_engine e)
 {
@@ -183,27 +188,36 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* strtod without its surprises: no hex, no inf/nan, no leading space, the whole string. */
-static bool parse_number(const char *s, double *out)
+/* strtod without its surprises: no hex, no inf/nan, no leading space, the whole string. Returns 0,
+ * -EINVAL (not a number), or -ERANGE for a number a double cannot hold, with *out strtod's answer:
+ * ±HUGE_VAL for one too large, a denormal or ±0 for one too small (1e-320, 1e-400). */
+static int parse_number(const char *s, double *out)
 {
 	if (!s || !*s || isspace((unsigned char)*s))
-		return false;
+		return -EINVAL;
 	for (const char *p = s; *p; p++)
 		if (!strchr("0123456789+-.eE", *p))
-			return false;
+			return -EINVAL;
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (*end || !isfinite(v) || errno == ERANGE)
-		return false;
+	if (*end || end == s || isnan(v))
+		return -EINVAL;
 	*out = v;
-	return true;
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
+/* Underflow: strtod could only give a denormal or zero for it. */
+static bool too_small(int rc, double d)
+{
+	return rc == -ERANGE && fabs(d) < 1;
 }
 
 static int read_int(struct launch *l, const char *flag, const char *v, long min, long max, long *out)
 {
 	double d;
-	if (!parse_number(v, &d) || d != floor(d))
+	int rc = parse_number(v, &d);
+	if (rc == -EINVAL || too_small(rc, d) || d != floor(d))
 		return fail(l, "%s %s: not a whole number", flag, v);
 	if (d < (double)min || d > (double)max)
 		return fail(l, "%s %s: out of range (%ld to %ld)", flag, v, min, max);
@@ -223,8 +237,8 @@ static int read_len(struct launch *l, const char *flag, const char *v, long *out
 		num[n - 1] = '\0';
 	}
 	double d;
-	int r = 0;
-	if (!parse_number(num, &d) || d * mult != floor(d * mult))
+	int r = 0, rc = parse_number(num, &d);
+	if (rc == -EINVAL || too_small(rc, d) || d * mult != floor(d * mult))
 		r = fail(l, "%s %s: not a token count", flag, v);
 	else if (d * mult < 1 || d * mult > (double)MAX_TOKENS)
 		r = fail(l, "%s %s: out of range (1 to %ld tokens)", flag, v, MAX_TOKENS);
@@ -237,8 +251,21 @@ static int read_len(struct launch *l, const char *flag, const char *v, long *out
 static int read_double(struct launch *l, const struct flagdef *f, const char *v, double *out)
 {
 	double d;
-	if (!parse_number(v, &d))
+	int rc = parse_number(v, &d);
+	if (rc == -EINVAL)
 		return fail(l, "%s %s: not a number", f->name, v);
+	/* A value a double holds only as a denormal or zero is no setting anyone meant; one too large
+	 * (±HUGE_VAL) falls to the bounds below. */
+	if (too_small(rc, d)) {
+		char range[64];
+		if (f->kind == F_FRAC)
+			snprintf(range, sizeof range, "a fraction above 0 and at most 1");
+		else if (f->kind == F_RATIO)
+			snprintf(range, sizeof range, "above 0 and at most %g", MAX_RATIO);
+		else
+			snprintf(range, sizeof range, "0 to 1,000,000");   /* MAX_SIZE */
+		return fail(l, "%s %s: out of range, too small to be real (%s)", f->name, v, range);
+	}
 	switch (f->kind) {
 	case F_FRAC:
 		if (d <= 0 || d > 1)
@@ -373,22 +400,204 @@ static bool is_python(const char *prog)
 	return str_starts(prog, "python") || str_starts(prog, "pypy");
 }
 
-/* Finds the engine and returns the index of its first argument, or -1 (l->error set). */
-static int recognise(int argc, char *const *argv, struct launch *l)
+/* The words being parsed: the caller's argv, or a copy into which env -S spliced the words of its
+ * string (those are owned here, and freed with the copy). */
+struct words {
+	char **v;
+	int n;
+	char **owned;
+	size_t nowned;
+};
+
+static void set_cuda_visible(struct launch *l, const char *v)
 {
-	int i = 0;
+	free(l->cuda_visible);
+	l->cuda_visible = v ? xstrdup(v) : NULL;
+	l->has_cuda_visible = true;   /* NULL: env -u or -i left the launch without it */
+}
+
+/* Replaces w->v[at .. at+drop) by the words of env -S's string, split at blanks as GNU env does. Its
+ * quoting, escapes, ${VAR} and comments are not reproduced: a string using them is refused. */
+static int env_split(struct launch *l, struct words *w, int at, int drop, const char *str)
+{
+	if (strpbrk(str, "'\"\\$")) {
+		return fail(l, "env -S '%s': quotes, backslash escapes and ${VAR} in the string are not understood; "
+			       "give the words separately", str);
+	}
+	char **add = NULL;
+	size_t nadd = 0;
+	for (const char *p = str; *p;) {
+		size_t blank = strspn(p, " \t\n\v\f\r");
+		p += blank;
+		size_t len = strcspn(p, " \t\n\v\f\r");
+		if (!len)
+			break;
+		if (*p == '#')
+			break;   /* GNU env -S: a word starting with # begins a comment */
+		add = xrealloc(add, (nadd + 1) * sizeof *add);
+		add[nadd++] = xstrndup(p, len);
+		p += len;
+	}
+	if ((size_t)w->n - drop + nadd > INT_MAX - 1) {
+		for (size_t k = 0; k < nadd; k++)
+			free(add[k]);
+		free(add);
+		return fail(l, "env -S: too many words");
+	}
+	int n = w->n - drop + (int)nadd;
+	char **v = xcalloc((size_t)n + 1, sizeof *v);
+	memcpy(v, w->v, (size_t)at * sizeof *v);
+	for (size_t k = 0; k < nadd; k++)
+		v[at + (int)k] = add[k];
+	memcpy(v + at + nadd, w->v + at + drop, (size_t)(w->n - at - drop) * sizeof *v);
+	free(w->v);
+	w->v = v;
+	w->n = n;
+	w->owned = xrealloc(w->owned, (w->nowned + nadd + 1) * sizeof *w->owned);
+	memcpy(w->owned + w->nowned, add, nadd * sizeof *add);
+	w->nowned += nadd;
+	free(add);
+	return 0;
+}
+
+/* GNU env's long options (coreutils env.c; getopt_long also takes any unambiguous prefix). arg: 0
+ * none, 1 required (=VALUE or the next word), 2 optional (=VALUE only). letter: the short option
+ * it equals, or 0 for one that does not matter here. */
+static const struct {
+	const char *name;
+	int arg;
+	char letter;
+} env_long[] = {
+	{"ignore-environment", 0, 'i'}, {"null", 0, '0'}, {"unset", 1, 'u'}, {"chdir", 1, 'C'},
+	{"split-string", 1, 'S'}, {"debug", 0, 'v'}, {"block-signal", 2, 0}, {"default-signal", 2, 0},
+	{"ignore-signal", 2, 0}, {"list-signal-handling", 0, 0}, {"help", 0, 'h'}, {"version", 0, 'V'},
+};
+
+/* Applies one env option. For -S, w->v[at .. at+drop) are the words that gave it. */
+static int env_option(struct launch *l, struct words *w, const char *spelled, char letter, const char *val, int at,
+		      int drop)
+{
+	switch (letter) {
+	case 'i':
+		set_cuda_visible(l, NULL);
+		return 0;
+	case 'u':
+		if (!strcmp(val, "CUDA_VISIBLE_DEVICES"))
+			set_cuda_visible(l, NULL);
+		return 0;
+	case 'C': {
+		char *n = xasprintf("env -C %s: the launch runs there; a relative model path was looked up from "
+				    "gpuwho's working directory", val);
+		note(l, n);
+		free(n);
+		return 0;
+	}
+	case 'S':
+		return env_split(l, w, at, drop, val);
+	case 'h':
+	case 'V':
+		return fail(l, "env %s runs no command", spelled);
+	default:
+		return 0;
+	}
+}
+
+/* Reads env's options from w->v[i] on, as getopt_long(argc, argv, "+C:iS:u:v0 \t") does: they stop
+ * at the first word that is not one, or after "--". A lone "-" after them is -i. Returns the index
+ * of the first assignment or of the program, or -1 with l->error set. */
+static int env_options(struct launch *l, struct words *w, int i)
+{
+	while (i < w->n) {
+		const char *a = w->v[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1])
+			break;
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			int found = -1, matches = 0;
+			for (size_t k = 0; k < sizeof env_long / sizeof env_long[0]; k++) {
+				if (strncmp(env_long[k].name, name, len))
+					continue;
+				if (strlen(env_long[k].name) == len) {
+					found = (int)k, matches = 1;
+					break;
+				}
+				found = (int)k, matches++;
+			}
+			if (matches > 1)
+				return fail(l, "env --%.*s is ambiguous", (int)len, name), -1;
+			if (found < 0 || !len)
+				return fail(l, "env --%.*s: not an option env takes", (int)len, name), -1;
+			char *spelled = xasprintf("--%s", env_long[found].name);
+			const char *val = eq ? eq + 1 : NULL;
+			int drop = 1, r = 0;
+			if (env_long[found].arg == 0 && eq)
+				r = fail(l, "env %s takes no value", spelled);
+			else if (env_long[found].arg == 1 && !eq && i + 1 >= w->n)
+				r = fail(l, "env %s needs a value", spelled);
+			else if (env_long[found].arg == 1 && !eq)
+				val = w->v[i + 1], drop = 2;
+			if (!r)
+				r = env_option(l, w, spelled, env_long[found].letter, val, i, drop);
+			free(spelled);
+			if (r)
+				return -1;
+			if (env_long[found].letter != 'S')
+				i += drop;
+			continue;
+		}
+		/* A cluster of short options: -iv0, -u NAME, -uNAME, -iu NAME. */
+		int next = i + 1;
+		for (const char *p = a + 1; *p; p++) {
+			if (strchr("iv0 \t", *p)) {
+				env_option(l, w, NULL, *p, NULL, i, 1);
+				continue;
+			}
+			if (!strchr("uCS", *p))
+				return fail(l, "env -%c: not an option env takes", *p), -1;
+			const char *val = p + 1;
+			int drop = 1;
+			if (!*val) {
+				if (i + 1 >= w->n)
+					return fail(l, "env -%c needs a value", *p), -1;
+				val = w->v[i + 1];
+				drop = 2;
+			}
+			char spelled[3] = {'-', *p, '\0'};
+			if (env_option(l, w, spelled, *p, val, i, drop))
+				return -1;
+			next = *p == 'S' ? i : i + drop;   /* -S: read its words in place of the option */
+			break;
+		}
+		i = next;
+	}
+	if (i < w->n && !strcmp(w->v[i], "-")) {
+		set_cuda_visible(l, NULL);
+		i++;
+	}
+	return i;
+}
+
+/* Finds the engine and returns the index of its first argument, or -1 (l->error set). */
+static int recognise(struct words *w, struct launch *l)
+{
+	int argc = w->n, i = 0;
+	char *const *argv = w->v;
 	for (;;) {
 		if (i < argc && !strcmp(base_name(argv[i]), "env")) {
-			i++;
-			while (i < argc && argv[i][0] == '-')
-				i++;
+			i = env_options(l, w, i + 1);
+			if (i < 0)
+				return -1;
+			argc = w->n, argv = w->v;   /* -S may have spliced words in */
 			continue;
 		}
 		if (i < argc && is_assignment(argv[i])) {
-			if (str_starts(argv[i], "CUDA_VISIBLE_DEVICES=")) {
-				set_str(&l->cuda_visible, argv[i] + strlen("CUDA_VISIBLE_DEVICES="));
-				l->has_cuda_visible = true;
-			}
+			if (str_starts(argv[i], "CUDA_VISIBLE_DEVICES="))
+				set_cuda_visible(l, argv[i] + strlen("CUDA_VISIBLE_DEVICES="));
 			i++;
 			continue;
 		}
@@ -454,15 +663,34 @@ static int recognise(int argc, char *const *argv, struct launch *l)
 		       "vllm serve, python -m vllm.entrypoints.openai.api_server)", argv[i]), -1;
 }
 
-int launch_parse(int argc, char *const *argv, struct launch *l)
+/* Refuses a product of parallel sizes above MAX_GPUS, naming each factor above 1 as the command
+ * spelled its flag (names[i] NULL: the flag was not given, so its size is 1). */
+static int check_gpus(struct launch *l, int n, const char *const *names, const int *sizes)
 {
-	memset(l, 0, sizeof *l);
-	l->tp = l->dp = l->pp = l->ep = l->nnodes = 1;
-	l->gpu_id_step = 1;
-	int i = recognise(argc, argv, l);
-	if (i < 0)
-		return -EINVAL;
+	long long p = 1;
+	for (int i = 0; i < n; i++)
+		p *= sizes[i];   /* at most MAX_PARALLEL^3: fits */
+	if (p <= MAX_GPUS)
+		return 0;
+	char *s = xstrdup("");
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] == 1)
+			continue;
+		char *t = xasprintf("%s%s%s %d", s, *s ? " × " : "", names[i], sizes[i]);
+		free(s);
+		s = t;
+	}
+	int r = fail(l, "%s is %lld GPUs, more than any deployment has (at most %d)", s, p, MAX_GPUS);
+	free(s);
+	return r;
+}
+
+/* Reads the engine's flags from argv[i] on. */
+static int parse_flags(int argc, char *const *argv, int i, struct launch *l)
+{
 	bool model_from_flag = false;
+	/* How the command spelled each size's flag (-tp, --tp-size, ...), for the errors below. */
+	const char *name[X_NFIELDS] = {0};
 	while (i < argc) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -516,9 +744,18 @@ int launch_parse(int argc, char *const *argv, struct launch *l)
 		int r = apply(l, f, v, negated);
 		if (r)
 			return r;
+		name[f->field] = f->name;
 	}
 	if (l->engine == LAUNCH_SGLANG && !l->hicache && (l->has_hicache_size || l->has_hicache_ratio))
 		note(l, "--hicache-size and --hicache-ratio do nothing without --enable-hierarchical-cache");
+	/* The GPUs plan counts: tp × pp × dp (SGLang's DP attention puts its DP ranks inside the TP
+	 * group), and vLLM's tp × pp × --data-parallel-size-local on this node. */
+	if (check_gpus(l, 3, (const char *[]){name[X_TP], name[X_PP], name[X_DP]},
+		       (int[]){l->tp, l->pp, l->dp_attention ? 1 : l->dp}))
+		return -EINVAL;
+	if (l->dp_local && check_gpus(l, 3, (const char *[]){name[X_DP_LOCAL], name[X_TP], name[X_PP]},
+				      (int[]){l->dp_local, l->tp, l->pp}))
+		return -EINVAL;
 	if (l->dp_attention && l->tp % l->dp)
 		return fail(l, "--dp %d with --enable-dp-attention: must divide --tp %d", l->dp, l->tp);
 	if (l->nnodes > 1 && (l->tp * l->pp) % l->nnodes)
@@ -526,6 +763,25 @@ int launch_parse(int argc, char *const *argv, struct launch *l)
 	if (!l->model)
 		return fail(l, "no model named (%s)", l->engine == LAUNCH_SGLANG ? "--model-path" : "vllm serve MODEL or --model");
 	return 0;
+}
+
+int launch_parse(int argc, char *const *argv, struct launch *l)
+{
+	memset(l, 0, sizeof *l);
+	l->tp = l->dp = l->pp = l->ep = l->nnodes = 1;
+	l->gpu_id_step = 1;
+	struct words w = {.n = argc > 0 ? argc : 0};
+	w.v = xcalloc((size_t)w.n + 1, sizeof *w.v);
+	if (w.n)
+		memcpy(w.v, argv, (size_t)w.n * sizeof *w.v);
+	int i = recognise(&w, l);
+	int r = i < 0 ? -EINVAL : parse_flags(w.n, w.v, i, l);
+	/* Every value kept in l is a copy: the spliced words can go. */
+	for (size_t k = 0; k < w.nowned; k++)
+		free(w.owned[k]);
+	free(w.owned);
+	free(w.v);
+	return r;
 }
 
 void launch_free(struct launch *l)

@@ -16,7 +16,7 @@ struct launch {
 	char *model;             /* --model-path / --model / vllm serve's positional */
 	char *revision;          /* --revision */
 	char *cuda_visible;      /* CUDA_VISIBLE_DEVICES=... given before the command, or NULL */
-	bool has_cuda_visible;
+	bool has_cuda_visible;   /* the command sets it, or unsets it (env -u / -i: cuda_visible NULL) */
 
 	int tp, dp, pp, ep;      /* tensor, data, pipeline, expert parallel sizes */
 	int nnodes;              /* SGLang --nnodes */
@@ -55,7 +55,8 @@ struct launch {
 };
 
 /* Parses argv[0..argc) (the launch command itself: program first). Leading VAR=value words and an
- * `env` prefix are honoured (CUDA_VISIBLE_DEVICES is kept). Accepts `--flag value` and
+ * `env` prefix with GNU env's options (-i, -u NAME, -C DIR, -S STRING, --, ...) are honoured
+ * (CUDA_VISIBLE_DEVICES as set or unset is kept). Accepts `--flag value` and
  * `--flag=value`. Returns 0, or -EINVAL with l->error set: unknown engine, a flag's missing,
  * malformed or absurd value (negative, NaN, 1e30, a fraction outside (0, 1]). The caller frees
  * with launch_free, also on failure. */

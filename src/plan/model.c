@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,25 +37,48 @@ static int set_err(char **err, int rc, const char *fmt, ...)
 	return rc;
 }
 
+/* A real as short as it reads back exactly, exponent without '+': 1e300, -1.5e300, 1e-320. */
+static void fmt_real(char *buf, size_t n, double d)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	char *plus = strstr(buf, "e+");
+	if (plus)
+		memmove(plus + 1, plus + 2, strlen(plus + 2) + 1);
+}
+
 /* Reads an integer field. Absent or null: returns 0 with *present false (the caller decides
- * whether that is an error). A float with an integral value is accepted (some exporters write 128.0). */
+ * whether that is an error). A float with an integral value is accepted (some exporters write
+ * 128.0). The range is checked before any conversion: a real as large as 1e300 has no integer. */
 static int get_int(json_t *o, const char *sect, const char *key, int *out, bool *present, char **err)
 {
 	json_t *v = json_object_get(o, key);
+	const char *s1 = sect ? sect : "", *s2 = sect ? "." : "";
 	*present = false;
 	if (!v || json_is_null(v))
 		return 0;
-	double d;
-	if (json_is_integer(v))
-		d = (double)json_integer_value(v);
-	else if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
-		d = json_real_value(v);
-	else
-		return set_err(err, -EINVAL, "%s%s%s: not a whole number", sect ? sect : "", sect ? "." : "", key);
-	if (d < 1 || d > CFG_MAX)
-		return set_err(err, -EINVAL, "%s%s%s: %.0f is out of range (1 to %d)", sect ? sect : "", sect ? "." : "", key,
-			       d, CFG_MAX);
-	*out = (int)d;
+	if (json_is_integer(v)) {
+		json_int_t i = json_integer_value(v);
+		if (i < 1 || i > CFG_MAX)
+			return set_err(err, -EINVAL, "%s%s%s: %" JSON_INTEGER_FORMAT " is out of range (1 to %d)", s1, s2, key, i,
+				       CFG_MAX);
+		*out = (int)i;
+	} else if (json_is_real(v)) {
+		double d = json_real_value(v);
+		if (!(d >= 1 && d <= CFG_MAX)) {
+			char b[40];
+			fmt_real(b, sizeof b, d);
+			return set_err(err, -EINVAL, "%s%s%s: %s is out of range (1 to %d)", s1, s2, key, b, CFG_MAX);
+		}
+		if (d != floor(d))
+			return set_err(err, -EINVAL, "%s%s%s: not a whole number", s1, s2, key);
+		*out = (int)d;
+	} else {
+		return set_err(err, -EINVAL, "%s%s%s: not a whole number", s1, s2, key);
+	}
 	*present = true;
 	return 0;
 }

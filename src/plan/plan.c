@@ -119,6 +119,8 @@ static void plan_gpus(const struct plan_input *in, struct plan_result *r)
 	r->gpus = (int)gpus;
 	r->local_gpus = (int)local;
 	r->attn_tp = sg && l->dp_attention ? l->tp / l->dp : l->tp;
+	if (r->attn_tp < 1)
+		r->attn_tp = 1;   /* more DP ranks than TP (launch_parse refuses it): never divide by 0 */
 
 	/* Which GPUs: rank k takes visible device base + k × step (SGLang) or k (vLLM). */
 	char **vis = NULL;
@@ -316,7 +318,7 @@ static void plan_kv_tokens(const struct plan_input *in, struct plan_result *r)
 	t = floor(t / page) * page;
 	r->tokens = (uint64_t)t;
 	r->has_tokens = true;
-	r->concurrency = r->tokens / (uint64_t)in->avg_tokens;
+	r->concurrency = in->avg_tokens > 0 ? r->tokens / (uint64_t)in->avg_tokens : 0;
 	if (l->max_running > 0 && r->concurrency > (uint64_t)l->max_running) {
 		r->concurrency = (uint64_t)l->max_running;
 		r->concurrency_capped = true;
@@ -415,7 +417,8 @@ static void plan_host(const struct plan_input *in, struct plan_result *r)
 	}
 	if (!sg && l->has_kv_offload && l->kv_offload_gib > 0) {
 		/* One buffer per engine instance, shared out across its TP ranks. */
-		int instances = r->local_gpus / (l->tp * l->pp);
+		long long tp_pp = (long long)l->tp * l->pp;   /* an int product overflowed to 0 at 65536 × 65536 */
+		int instances = tp_pp > 0 ? (int)(r->local_gpus / tp_pp) : 1;
 		if (instances < 1)
 			instances = 1;
 		struct plan_host_item *it = add_item(r, "--kv-offloading-size", l->kv_offload_gib,

@@ -38,6 +38,16 @@ test_cuda_visible_devices_prefix_too_few_gpus_exits_1() {
 	expect_has "$out" "needs 4 GPUs on this node but CUDA_VISIBLE_DEVICES makes 2 visible"
 }
 
+test_env_options_before_the_program_are_understood() {
+	out=$("$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \
+		env -u VAR -i CUDA_VISIBLE_DEVICES=2,3 python3 -m sglang.launch_server --model-path m --tp 2) || fail "exit $?: $out"
+	expect_jq "$out" '.engine == "sglang" and .gpus.gpu_ids == ["2","3"]'
+	out=$(CUDA_VISIBLE_DEVICES=4,5 "$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \
+		env -u CUDA_VISIBLE_DEVICES vllm serve m -tp 2); rc=$?
+	[ "$rc" -le 1 ] || fail "exit $rc: $out"   # 1 on a host with fewer than 2 GPUs
+	expect_jq "$out" '.engine == "vllm" and .gpus.cuda_visible_devices == null'
+}
+
 test_cuda_visible_devices_from_our_environment_names_the_gpus() {
 	out=$(CUDA_VISIBLE_DEVICES=4,5,6,7 "$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 \
 		--model-config "$LLAMA" -- vllm serve m -tp 4) || fail "exit $?"

@@ -27,6 +27,20 @@ test_absurd_engine_values_name_the_flag() {
 	expect_usage "--kv-cache-dtype fp7" -- vllm serve m --kv-cache-dtype fp7
 }
 
+test_absurd_parallel_product_names_the_flags() {
+	expect_usage "-tp 65536 × -pp 65536 is 4294967296 GPUs" -- vllm serve m -tp 65536 -pp 65536 --kv-offloading-size 1
+	expect_usage "--tp 256 × --pp 256 × --dp 2" -- python3 -m sglang.launch_server --model-path m --tp 256 --pp 256 --dp 2
+}
+
+test_denormal_values_are_out_of_range_not_nan() {
+	expect_usage "--mem-fraction-static 1e-320: out of range, too small to be real (a fraction above 0 and at most 1)" \
+		-- "${SG[@]}" --mem-fraction-static 1e-320
+	expect_usage "--gpu-mem 1e-320: too small to be real (64 MiB to 64 TiB)" --gpu-mem 1e-320 -- "${SG[@]}"
+	expect_usage "--host-mem 1e-320GB: too small to be real" --host-mem 1e-320GB -- "${SG[@]}"
+	expect_usage "--weights-gb 1e999: absurdly large" --weights-gb 1e999 -- "${SG[@]}"
+	expect_usage "--overhead 1e-320: too small to be real (0 to 64 TiB)" --overhead 1e-320 -- "${SG[@]}"
+}
+
 test_unknown_engine_and_empty_command() {
 	expect_usage "not an SGLang or vLLM launch" -- torchrun --nproc-per-node 8 train.py
 	expect_usage "python -m http.server" -- python3 -m http.server
@@ -48,6 +62,11 @@ test_missing_config_field_is_named() {
 	expect_usage "--model-config $TMP/none.json" --model-config "$TMP/none.json" -- "${SG[@]}"
 	printf '{"text_config": {"num_hidden_layers": 61, "kv_lora_rank": 512}}' >"$TMP/c.json"
 	expect_usage "text_config.qk_rope_head_dim: missing" --model-config "$TMP/c.json" -- "${SG[@]}"
+}
+
+test_config_number_beyond_any_integer_is_out_of_range() {
+	printf '{"num_hidden_layers": 1e300, "num_attention_heads": 8, "head_dim": 128}' >"$TMP/c.json"
+	expect_usage "num_hidden_layers: 1e300 is out of range" --model-config "$TMP/c.json" -- "${SG[@]}"
 }
 
 test_terminal_escapes_in_the_command_are_neutralised() {

@@ -32,6 +32,14 @@ test_pid_of_something_else_is_a_usage_error() {
 	expect_has "$out" "not an SGLang or vLLM launch"
 }
 
+test_pid_with_an_absurd_parallel_product_is_a_usage_error() {
+	spawn "$FAKE" "$TMP/ready" vllm serve m -tp 65536 -pp 65536 --kv-offloading-size 1
+	wait_file "$TMP/ready"
+	out=$("$GPUWHO" plan --pid "$(cat "$TMP/ready")" --gpu-mem 80 --host-mem 64 2>&1); rc=$?
+	[ "$rc" -eq 2 ] || fail "exit $rc, want 2: $out"
+	expect_has "$out" "-tp 65536 × -pp 65536"
+}
+
 test_pid_that_does_not_exist_cannot_be_inspected() {
 	out=$("$GPUWHO" plan --pid 4194303 2>&1); rc=$?
 	[ "$rc" -eq 3 ] || fail "exit $rc, want 3"

@@ -1,4 +1,4 @@
-/* fuzz_snapshot: libFuzzer target for the snapshot loader (`make fuzz`, clang only; not part of check).
+/* fuzz_snapshot: libFuzzer target for the snapshot loader (`make fuzz`, clang only; `make fuzz-run`).
  * Any input must load or fail with a message; a loaded snapshot must serialize again. */
 #include "snapshot/snapshot.h"
 

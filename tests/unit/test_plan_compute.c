@@ -282,6 +282,33 @@ static void unknown_gpu_memory_still_judges_the_host(void **state)
 	done(&s);
 }
 
+/* plan_compute divides by products of the launch's sizes: a launch built by hand (not by
+ * launch_parse, which refuses these) must still not overflow or divide by zero. */
+static void absurd_parallel_sizes_neither_overflow_nor_divide_by_zero(void **state)
+{
+	(void)state;
+	struct launch l = {.engine = LAUNCH_VLLM, .model = "m", .tp = 65536, .pp = 65536, .dp = 1, .ep = 1, .nnodes = 1,
+			   .gpu_id_step = 1, .has_kv_offload = true, .kv_offload_gib = 1};
+	struct model_config m = {.layers = 2, .heads = 8, .kv_heads = 8, .head_dim = 64, .v_head_dim = 64};
+	struct plan_input in = {.launch = &l, .model = &m, .has_weights = true, .weights_bytes = 1e9,
+				.has_gpu_total = true, .gpu_total_bytes = 80 * GIB, .has_host_avail = true,
+				.host_avail_bytes = 100e9, .overhead_bytes = 0.5 * GIB, .avg_tokens = 4000, .host_gpus = 8};
+	struct plan_result r;
+	char *err = NULL;
+	assert_int_equal(plan_compute(&in, &r, &err), 0);
+	assert_int_equal(r.gpus_verdict, PLAN_NO_FIT);
+	assert_int_equal(r.host[0].count, 1);
+	plan_result_free(&r);
+	/* DP attention with more DP ranks than TP, and no tokens per request. */
+	l = (struct launch){.engine = LAUNCH_SGLANG, .model = "m", .tp = 2, .pp = 1, .dp = 4, .ep = 1, .nnodes = 1,
+			    .gpu_id_step = 1, .dp_attention = true};
+	in.avg_tokens = 0;
+	assert_int_equal(plan_compute(&in, &r, &err), 0);
+	assert_int_equal(r.attn_tp, 1);
+	assert_int_equal(r.concurrency, 0);
+	plan_result_free(&r);
+}
+
 static void fmt_groups_thousands(void **state)
 {
 	(void)state;
@@ -333,6 +360,7 @@ int main(void)
 		cmocka_unit_test(weights_larger_than_the_budget_do_not_fit),
 		cmocka_unit_test(cuda_visible_devices_limits_and_names_the_gpus),
 		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
+		cmocka_unit_test(absurd_parallel_sizes_neither_overflow_nor_divide_by_zero),
 		cmocka_unit_test(fmt_groups_thousands),
 		cmocka_unit_test(meminfo_parses_kb_and_needs_memtotal),
 	};

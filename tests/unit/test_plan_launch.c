@@ -83,6 +83,79 @@ static void env_prefix_sets_cuda_visible_devices(void **state)
 	launch_free(&l);
 }
 
+/* GNU env's options come before its assignments and the program: `env -u VAR python3 ...` runs
+ * python3 (VAR was taken for the program). */
+static void env_options_before_the_program_are_skipped(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "env", "-u", "VAR", "python3", "-m", "sglang.launch_server", "--model-path", "m"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_false(l.has_cuda_visible);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "/usr/bin/env", "-i", "-uVAR", "--unset=X", "--unset", "Y", "-0v", "--", "A=1",
+			       "vllm", "serve", "m"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_string_equal(l.model, "m");
+	launch_free(&l);
+	/* Clusters (-iu NAME), getopt's unambiguous abbreviations, optional-value signal options, -C. */
+	assert_int_equal(PARSE(&l, "env", "-iu", "VAR", "--un=Z", "--ignore-env", "--block-signal=PIPE", "--default-signal",
+			       "-C", "/srv", "--chdir=/srv", "-C/srv", "vllm", "serve", "m"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	/* The working directory changes where a relative model path is: said in a note. */
+	assert_int_equal(l.nnotes, 1);
+	assert_non_null(strstr(l.notes[0], "env -C /srv"));
+	launch_free(&l);
+	/* A lone "-" is -i. */
+	assert_int_equal(PARSE(&l, "env", "-", "CUDA_VISIBLE_DEVICES=1", "vllm", "serve", "m"), 0);
+	assert_string_equal(l.cuda_visible, "1");
+	launch_free(&l);
+}
+
+/* -u CUDA_VISIBLE_DEVICES and -i leave the launch without it: that is known, not "not given". */
+static void env_unset_and_ignore_environment_clear_cuda_visible_devices(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "env", "-u", "CUDA_VISIBLE_DEVICES", "vllm", "serve", "m"), 0);
+	assert_true(l.has_cuda_visible);
+	assert_null(l.cuda_visible);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "CUDA_VISIBLE_DEVICES=3", "env", "-i", "vllm", "serve", "m"), 0);
+	assert_true(l.has_cuda_visible);
+	assert_null(l.cuda_visible);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "env", "CUDA_VISIBLE_DEVICES=1", "env", "--unset=CUDA_VISIBLE_DEVICES", "vllm", "serve", "m"), 0);
+	assert_true(l.has_cuda_visible);
+	assert_null(l.cuda_visible);
+	launch_free(&l);
+	/* Unset first, then assigned: the assignment wins, as env applies them in order. */
+	assert_int_equal(PARSE(&l, "env", "-u", "CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES=2,3", "vllm", "serve", "m"), 0);
+	assert_string_equal(l.cuda_visible, "2,3");
+	launch_free(&l);
+}
+
+/* -S splits its string into words that env then reads as if given separately (options,
+ * assignments, the program): the shebang form. */
+static void env_split_string_is_split_into_words(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "env", "-S", "CUDA_VISIBLE_DEVICES=5,6  python3 -m\tsglang.launch_server", "--model-path",
+			       "m", "--tp", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_string_equal(l.cuda_visible, "5,6");
+	assert_int_equal(l.tp, 2);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "env", "-v", "-S-u X vllm serve", "m"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_string_equal(l.model, "m");
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "env", "--split-string=vllm serve m -tp 4"), 0);
+	assert_int_equal(l.tp, 4);
+	launch_free(&l);
+}
+
 static void unknown_flags_are_recorded_with_their_values_skipped(void **state)
 {
 	(void)state;
@@ -149,6 +222,59 @@ static void malformed_values_name_the_flag(void **state)
 	EXPECT_ERROR("--model-path", "python", "-m", "sglang.launch_server", "--tp", "8");
 }
 
+/* tp × pp × dp is a GPU count: each size alone may be within bounds and the product absurd (it
+ * overflowed an int and divided by zero). The error names each factor as the command spelled it. */
+static void parallel_sizes_whose_product_is_absurd_name_each_flag(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("-tp 65536 × -pp 65536 is 4294967296 GPUs", "vllm", "serve", "m", "-tp", "65536", "-pp", "65536",
+		     "--kv-offloading-size", "1");
+	EXPECT_ERROR("--tensor-parallel-size 65536 × --pipeline-parallel-size 65536", "vllm", "serve", "m",
+		     "--tensor-parallel-size", "65536", "--pipeline-parallel-size", "65536");
+	EXPECT_ERROR("--tp 256 × --pp 256 × --dp 2 is 131072 GPUs", "sglang", "serve", "--model-path", "m", "--tp", "256",
+		     "--pp", "256", "--dp", "2");
+	EXPECT_ERROR("--tp 65536 × --pp 65536", "sglang", "serve", "--model-path", "m", "--tp", "65536", "--pp", "65536",
+		     "--nnodes", "2");
+	EXPECT_ERROR("-dpl 65536 × -tp 2", "vllm", "serve", "m", "-tp", "2", "-dp", "2", "-dpl", "65536");
+	/* At the bound it is a plan, and DP attention's DP ranks share the TP group's GPUs. */
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "-tp", "256", "-pp", "256"), 0);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "sglang", "serve", "--model-path", "m", "--tp", "65536", "--dp", "65536",
+			       "--enable-dp-attention"), 0);
+	launch_free(&l);
+}
+
+/* strtod says ERANGE for a value a double cannot hold: 1e-320 (a denormal) and 1e-400 (0) are
+ * too small to be real, 1e999 too large; none of them is "not a number". */
+static void values_beyond_a_double_are_out_of_range(void **state)
+{
+	(void)state;
+	EXPECT_ERROR("--mem-fraction-static 1e-320: out of range, too small to be real (a fraction above 0 and at most 1)",
+		     "sglang", "serve", "--model-path", "m", "--mem-fraction-static", "1e-320");
+	EXPECT_ERROR("--gpu-memory-utilization 1e-400: out of range, too small to be real", "vllm", "serve", "m",
+		     "--gpu-memory-utilization", "1e-400");
+	EXPECT_ERROR("--hicache-ratio 1e-320: out of range, too small to be real (above 0 and at most 10000)", "sglang",
+		     "serve", "--model-path", "m", "--hicache-ratio", "1e-320");
+	EXPECT_ERROR("--hicache-size 1e-320: out of range, too small to be real (0 to 1,000,000)", "sglang", "serve",
+		     "--model-path", "m", "--hicache-size", "1e-320");
+	EXPECT_ERROR("--swap-space -1e-400: out of range, too small to be real", "vllm", "serve", "m", "--swap-space",
+		     "-1e-400");
+	EXPECT_ERROR("--cpu-offload-gb 2e-310: out of range", "vllm", "serve", "m", "--cpu-offload-gb", "2e-310");
+	EXPECT_ERROR("--kv-offloading-size 1e-320: out of range", "vllm", "serve", "m", "--kv-offloading-size", "1e-320");
+	EXPECT_ERROR("--swap-space 1e999: absurd (above 1,000,000", "vllm", "serve", "m", "--swap-space", "1e999");
+	EXPECT_ERROR("--mem-fraction-static 1e999: a fraction must be above 0 and at most 1", "sglang", "serve",
+		     "--model-path", "m", "--mem-fraction-static", "1e999");
+	EXPECT_ERROR("--hicache-ratio -1e999: must be above 0", "sglang", "serve", "--model-path", "m", "--hicache-ratio",
+		     "-1e999");
+	EXPECT_ERROR("--tp 1e999: out of range (1 to 65536)", "sglang", "serve", "--model-path", "m", "--tp", "1e999");
+	EXPECT_ERROR("--tp 1e-320: not a whole number", "sglang", "serve", "--model-path", "m", "--tp", "1e-320");
+	EXPECT_ERROR("--base-gpu-id 1e-400: not a whole number", "sglang", "serve", "--model-path", "m", "--base-gpu-id",
+		     "1e-400");
+	EXPECT_ERROR("--max-model-len 1e999: out of range (1 to", "vllm", "serve", "m", "--max-model-len", "1e999");
+	EXPECT_ERROR("--max-model-len 1e-400k: not a token count", "vllm", "serve", "m", "--max-model-len", "1e-400k");
+}
+
 static void unknown_engines_are_refused(void **state)
 {
 	(void)state;
@@ -157,6 +283,15 @@ static void unknown_engines_are_refused(void **state)
 	EXPECT_ERROR("inline code", "python3", "-c", "print(1)");
 	EXPECT_ERROR("only the 'serve'", "vllm", "bench", "m");
 	EXPECT_ERROR("empty", "CUDA_VISIBLE_DEVICES=0");
+	EXPECT_ERROR("empty", "env", "-u", "VAR");
+	EXPECT_ERROR("env -u needs a value", "env", "-u");
+	EXPECT_ERROR("env --unset needs a value", "env", "--unset");
+	EXPECT_ERROR("env --frob: not an option env takes", "env", "--frob", "vllm", "serve", "m");
+	EXPECT_ERROR("env -x: not an option env takes", "env", "-x", "vllm", "serve", "m");
+	EXPECT_ERROR("env --ignore-environment takes no value", "env", "--ignore-environment=1", "vllm", "serve", "m");
+	EXPECT_ERROR("env --help runs no command", "env", "--help");
+	EXPECT_ERROR("env --i is ambiguous", "env", "--i", "vllm", "serve", "m");
+	EXPECT_ERROR("env -S", "env", "-S", "vllm serve 'my model'");
 	struct launch l;
 	assert_int_equal(launch_parse(0, NULL, &l), -EINVAL);
 	launch_free(&l);
@@ -189,9 +324,14 @@ int main(void)
 		cmocka_unit_test(sglang_module_with_aliases_and_equals),
 		cmocka_unit_test(vllm_forms_positional_model_and_short_flags),
 		cmocka_unit_test(env_prefix_sets_cuda_visible_devices),
+		cmocka_unit_test(env_options_before_the_program_are_skipped),
+		cmocka_unit_test(env_unset_and_ignore_environment_clear_cuda_visible_devices),
+		cmocka_unit_test(env_split_string_is_split_into_words),
 		cmocka_unit_test(unknown_flags_are_recorded_with_their_values_skipped),
 		cmocka_unit_test(vllm_no_prefix_clears_a_boolean),
 		cmocka_unit_test(malformed_values_name_the_flag),
+		cmocka_unit_test(parallel_sizes_whose_product_is_absurd_name_each_flag),
+		cmocka_unit_test(values_beyond_a_double_are_out_of_range),
 		cmocka_unit_test(unknown_engines_are_refused),
 		cmocka_unit_test(nul_separated_cmdline_splits_into_argv),
 	};

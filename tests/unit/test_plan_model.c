@@ -108,6 +108,33 @@ static void missing_or_bad_fields_are_named(void **state)
 	expect_config_error("{\"num_hidden_layers\": 2, \"num_attention_heads\": 7, \"hidden_size\": 100}",
 			    "not a multiple");
 	expect_config_error("[1, 2]", "not a JSON object");
+	expect_config_error("{\"num_hidden_layers\": 2.5}", "num_hidden_layers: not a whole number");
+}
+
+/* A real beyond long long's range was cast to it (undefined behaviour) and then called "not a whole
+ * number"; every numeric field says the value, as written, is out of range. */
+static void numbers_beyond_any_integer_are_out_of_range(void **state)
+{
+	(void)state;
+	expect_config_error("{\"num_hidden_layers\": 1e300}", "num_hidden_layers: 1e300 is out of range (1 to 1000000)");
+	expect_config_error("{\"num_hidden_layers\": -1.5e300}", "num_hidden_layers: -1.5e300 is out of range");
+	expect_config_error("{\"num_hidden_layers\": 9223372036854775807}",
+			    "num_hidden_layers: 9223372036854775807 is out of range");
+	expect_config_error("{\"num_hidden_layers\": 1e-320}", "num_hidden_layers: 1e-320 is out of range");
+	expect_config_error("{\"text_config\": {\"num_hidden_layers\": 1e19}}",
+			    "text_config.num_hidden_layers: 1e19 is out of range");
+	static const char *const fields[] = {"kv_lora_rank", "qk_rope_head_dim", "num_attention_heads",
+					     "num_key_value_heads", "head_dim", "hidden_size", "v_head_dim"};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		/* A base that reaches each field: MLA for qk_rope_head_dim, no head_dim for hidden_size. */
+		const char *base = i == 1 ? "\"kv_lora_rank\": 512" : i == 5 ? "\"num_attention_heads\": 8"
+					: "\"num_attention_heads\": 8, \"head_dim\": 64";
+		char *json = xasprintf("{\"num_hidden_layers\": 2, %s, \"%s\": 1e300}", base, fields[i]);
+		char *want = xasprintf("%s: 1e300 is out of range", fields[i]);
+		expect_config_error(json, want);
+		free(json);
+		free(want);
+	}
 	expect_config_error("{not json", "not JSON");
 	expect_config_error("", "not JSON");
 }
@@ -260,6 +287,7 @@ int main(void)
 		cmocka_unit_test(kimi_k25_reads_the_nested_text_config),
 		cmocka_unit_test(llama_70b_is_gqa_with_head_dim_from_hidden_size),
 		cmocka_unit_test(missing_or_bad_fields_are_named),
+		cmocka_unit_test(numbers_beyond_any_integer_are_out_of_range),
 		cmocka_unit_test(safetensors_header_sums_data_offsets_without_reading_data),
 		cmocka_unit_test(malformed_safetensors_are_refused),
 		cmocka_unit_test(hf_cache_lookup_follows_refs_main),
