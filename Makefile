@@ -59,13 +59,13 @@ check: tests
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS='-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer' \
+	$(MAKE) BUILD=build-asan CFLAGS='-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer' \
 		LDFLAGS='-fsanitize=address,undefined' tests
 check-asan: asan
 	BUILD=build-asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run
 
 # libFuzzer targets (clang only), one per tests/fuzz/fuzz_NAME.c: the snapshot loader, the launch-line
-# parser, the config.json reader. `make fuzz && build-fuzz/fuzz_NAME tests/fuzz/corpus/NAME`.
+# parser, the config.json reader, the renderers over loaded snapshots. `make fuzz && build-fuzz/fuzz_NAME tests/fuzz/corpus/NAME`.
 FUZZ      := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Seconds each target runs in fuzz-run (and so in check); 0 skips the fuzz run in check.
