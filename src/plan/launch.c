@@ -446,15 +446,19 @@ static int env_split(struct launch *l, struct words *w, int at, int drop, const 
 	}
 	int n = w->n - drop + (int)nadd;
 	char **v = xcalloc((size_t)n + 1, sizeof *v);
-	memcpy(v, w->v, (size_t)at * sizeof *v);
+	/* memcpy from NULL is undefined even for 0 bytes (env -S "" gives no words: found by fuzz_launch) */
+	if (at)
+		memcpy(v, w->v, (size_t)at * sizeof *v);
 	for (size_t k = 0; k < nadd; k++)
 		v[at + (int)k] = add[k];
-	memcpy(v + at + nadd, w->v + at + drop, (size_t)(w->n - at - drop) * sizeof *v);
+	if (w->n - at - drop > 0)
+		memcpy(v + at + nadd, w->v + at + drop, (size_t)(w->n - at - drop) * sizeof *v);
 	free(w->v);
 	w->v = v;
 	w->n = n;
 	w->owned = xrealloc(w->owned, (w->nowned + nadd + 1) * sizeof *w->owned);
-	memcpy(w->owned + w->nowned, add, nadd * sizeof *add);
+	if (nadd)
+		memcpy(w->owned + w->nowned, add, nadd * sizeof *add);
 	w->nowned += nadd;
 	free(add);
 	return 0;
