@@ -208,6 +208,9 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 
 	const char *proc_root = holders_proc_root();
 	struct holders_opts ho = {.proc_root = proc_root, .timeout_ms = o ? o->timeout_ms : 0, .waits = true};
+	/* One time bound for every round of reads below (holders, then the processes around them):
+	 * stuck processes cost it once, not once per round. */
+	ho.deadline_ns = now_ns() + (uint64_t)(ho.timeout_ms ? ho.timeout_ms : HOLDERS_DEFAULT_TIMEOUT_MS) * 1000000u;
 	int procfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	s->host_pidns = procfd >= 0 && proc_pidns_is_host(procfd);
 
