@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 {
 	/* A closed pipe (gpuwho | head) must end us quietly, not with an error per line. */
 	signal(SIGPIPE, SIG_DFL);
+	cmd_setup_output();
 	/* Common options before the command (gpuwho --json --nvml PATH why): skip over them to find
 	 * the command; they are handed to it after its name, where its parser reads them. */
 	int i = 1;

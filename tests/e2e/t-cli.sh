@@ -71,4 +71,21 @@ test_color_when_always_never_auto_and_term_dumb() {
 	expect_has "$(cat "$TMP/err")" "--color wants auto, always or never, not 'bogus'"
 }
 
+test_outside_a_utf8_locale_the_text_is_ascii() {
+	out=$(LC_ALL=C "$GPUWHO" why --from "$SEED")
+	[ -n "$out" ] || fail "no output"
+	LC_ALL=C grep -q '[^ -~]' <<<"$out" && fail "non-ASCII bytes with LC_ALL=C: $(LC_ALL=C grep -n '[^ -~]' <<<"$out" | head -3)"
+	expect_has "$out" "- not a driver leak"
+	out=$(LC_ALL= LC_CTYPE= LANG= "$GPUWHO" --help)
+	LC_ALL=C grep -q '[^ -~]' <<<"$out" && fail "non-ASCII --help without a locale"
+	expect_has "$out" "gpuwho - who holds each NVIDIA GPU"
+	# A UTF-8 locale keeps the signs; so does LANG when LC_ALL is unset.
+	out=$(LC_ALL= LANG=en_US.UTF-8 "$GPUWHO" why --from "$SEED")
+	expect_has "$out" "— not a driver leak"
+	# Errors too.
+	err=$(LC_ALL=C "$GPUWHO" plan -- sglang 2>&1 >/dev/null)
+	LC_ALL=C grep -q '[^ -~]' <<<"$err" && fail "non-ASCII error: $err"
+	return 0
+}
+
 run_tests
