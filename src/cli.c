@@ -39,13 +39,15 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 	size_t nown = 0, ncommon = sizeof common / sizeof common[0];
 	while (own && own[nown].name)
 		nown++;
-	struct option *all = xcalloc(nown + ncommon + 1, sizeof *all);
+	struct option *all = xcalloc(nown + ncommon + 2, sizeof *all);
 	memcpy(all, common, sizeof common);
 	if (nown)
 		memcpy(all + ncommon, own, nown * sizeof *own);
+	if (c->gpus)
+		all[ncommon + nown] = (struct option){"id", required_argument, NULL, 'i'};
 	/* Options may follow operands (gpuwho holders PATH --json); "--" ends them (plan -- CMD...).
 	 * A leading ":" reports a missing argument distinctly. */
-	char *so = xasprintf(":h%s", shortopts ? shortopts : "");
+	char *so = xasprintf(":h%s%s", c->gpus ? "i:" : "", shortopts ? shortopts : "");
 	int ret = 0;
 	/* 0, not 1: glibc then resets its whole state, including the position inside a group of
 	 * short options where an earlier parse stopped ("-hv" stops at h). */
@@ -75,6 +77,13 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 				cli_error(c, "--color wants auto, always or never, not '%s'", optarg);
 				goto bad;
 			}
+			continue;
+		case 'i':
+			if (c->nids == CLI_MAX_IDS) {
+				cli_error(c, "more than %d -i options; give a comma list (-i 0,1,2)", CLI_MAX_IDS);
+				goto bad;
+			}
+			c->ids[c->nids++] = optarg;
 			continue;
 		case 'h':
 		case OPT_HELP:

@@ -13,6 +13,8 @@ enum {
 	EXIT_CANNOT = 3,   /* cannot inspect (nothing could be read) */
 };
 
+#define CLI_MAX_IDS 64
+
 /* Options common to every subcommand. */
 struct cli {
 	const char *cmd;       /* subcommand name, for messages */
@@ -22,6 +24,10 @@ struct cli {
 	bool no_nvml;          /* --no-nvml */
 	bool no_color;         /* --no-color, --color=never */
 	bool force_color;      /* --color, --color=always */
+	bool gpus;             /* set by a command that takes GPU selectors: it accepts -i/--id SEL
+				* (nvidia-smi's spelling), collected in ids[] */
+	const char *ids[CLI_MAX_IDS];
+	int nids;
 };
 
 /* Called for each option that is not a common one; returns 0 when accepted, or prints why not
@@ -62,5 +68,15 @@ void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(
 	"  --color[=WHEN]   colour: auto (default: on a terminal, unless NO_COLOR is set or\n" \
 	"                   TERM=dumb), always, never; --no-color is --color=never\n" \
 	"  -h, --help       this text\n"
+
+/* What a GPU selector may be (account_select_list), for the usage texts of commands that take them. */
+#define CLI_GPU_SELECTORS_HELP \
+	"GPU selectors, as nvidia-smi -i and CUDA_VISIBLE_DEVICES write them: an index (0), a UUID\n" \
+	"(GPU-..., a unique prefix will do), a PCI bus id (0000:65:00.0 or 65:00.0, any case), a\n" \
+	"device path (/dev/nvidia0), a comma list of these (0,1), or all.\n"
+
+/* The -i option of commands that take GPU selectors, for their usage texts. */
+#define CLI_GPU_ID_HELP \
+	"  -i, --id GPU     select a GPU, as nvidia-smi -i does (repeatable; same as an operand)\n"
 
 #endif

@@ -32,26 +32,39 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
 	return EXIT_CANNOT;
 }
 
-int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel)
+char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout)
+{
+	*nout = 0;
+	if (n <= 0 && c->nids == 0)
+		return NULL;
+	char **v = xcalloc((size_t)(n > 0 ? n : 0) + (size_t)c->nids, sizeof *v);
+	for (int i = 0; i < n; i++)
+		v[(*nout)++] = operands[i];
+	for (int i = 0; i < c->nids; i++)
+		v[(*nout)++] = (char *)c->ids[i];
+	return v;
+}
+
+int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *operands, int nops, bool **sel)
 {
 	*sel = NULL;
+	int n;
+	char **sels = cmd_gpu_args(c, operands, nops, &n);
 	if (n <= 0)
 		return EXIT_FINE;
 	*sel = xcalloc(a->ngpus + 1, sizeof **sel);
 	int code = EXIT_FINE;
 	for (int i = 0; i < n; i++) {
-		int k = account_select(a, sels[i]);
-		if (k >= 0) {
-			(*sel)[k] = true;
+		char *m;
+		if (account_select_list(a, sels[i], *sel, &m) == 0)
 			continue;
-		}
-		char *m = account_select_error(a, sels[i], k);
 		char *e = escape_term(m, strlen(m));
 		cli_error(c, "%s", e);
 		free(e);
 		free(m);
 		code = EXIT_USAGE;
 	}
+	free(sels);
 	return code;
 }
 

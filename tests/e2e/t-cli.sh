@@ -88,4 +88,24 @@ test_outside_a_utf8_locale_the_text_is_ascii() {
 	return 0
 }
 
+test_gpu_selectors_as_nvidia_smi_takes_them() {
+	sel() { "$GPUWHO" ps --from "$SEED" --json "$@" | jq -c '[.gpus[].index]'; }
+	[ "$(sel 0,2)" = "[0,2]" ] || fail "comma list: $(sel 0,2)"
+	[ "$(sel all)" = "[0,1,2,3,4,5,6,7]" ] || fail "all: $(sel all)"
+	[ "$(sel -i 3 -i 5)" = "[3,5]" ] || fail "-i: $(sel -i 3 -i 5)"
+	[ "$(sel --id 1)" = "[1]" ] || fail "--id: $(sel --id 1)"
+	bus=$(jq -r '.nvml.gpus[1].bus_id' "$SEED")   # 0000:2a:00.0
+	[ "$(sel "${bus#0000:}")" = "[1]" ] || fail "short bus id ${bus#0000:}: $(sel "${bus#0000:}")"
+	uuid=$(jq -r '.nvml.gpus[4].uuid' "$SEED")
+	[ "$(sel "${uuid:0:40},0")" = "[0,4]" ] || fail "UUID prefix in a list"
+	"$GPUWHO" ps --from "$SEED" 0,,1 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "empty item accepted"
+	expect_has "$(cat "$TMP/err")" "'0,,1' has an empty item"
+	"$GPUWHO" why --from "$SEED" 0,9 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "unknown GPU in a list accepted"
+	expect_has "$(cat "$TMP/err")" "no GPU matches '9'"
+	"$GPUWHO" holders -i 0 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "holders took -i"
+	out=$("$GPUWHO" free --from "$SEED" -i 0,1 --no-color); [ $? -le 1 ] || fail "free -i: exit $?"
+	expect_has "$out" "GPU 0"
+	expect_has "$out" "GPU 1"
+}
+
 run_tests
