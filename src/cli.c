@@ -23,14 +23,32 @@ static const struct option common[] = {
 	{"help", no_argument, NULL, OPT_HELP},
 };
 
+static bool keep_errors;
+static char **kept;
+static size_t nkept;
+
+void cli_keep_errors(bool on)
+{
+	keep_errors = on;
+}
+
+char *const *cli_kept_errors(size_t *n)
+{
+	*n = nkept;
+	return kept;
+}
+
 void cli_error(const struct cli *c, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "gpuwho%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *m = xvasprintf(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "gpuwho%s%s: %s\n", c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "", m);
+	if (keep_errors && nkept < 64)
+		strv_push(&kept, &nkept, m);
+	else
+		free(m);
 }
 
 int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,

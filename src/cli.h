@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Exit codes (DESIGN.md): only cmd_* functions and main choose them. */
 enum {
@@ -58,8 +59,16 @@ bool cli_color(const struct cli *c);
  * not cut) otherwise. */
 int cli_text_width(void);
 
-/* Prints "gpuwho CMD: message" to stderr. */
+/* Prints "gpuwho CMD: message" to stderr (c may be NULL: "gpuwho: message"); with
+ * cli_keep_errors on, also keeps the message for cmd_finish to print as JSON. */
 void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Turns on keeping cli_error's messages: main does, when --json is on the command line, so that a
+ * script reading stdout gets the error as JSON (cmd_finish) instead of nothing. */
+void cli_keep_errors(bool on);
+
+/* The messages kept since cli_keep_errors(true), in order; *n of them. */
+char *const *cli_kept_errors(size_t *n);
 
 /* Common options' long names, for usage texts. */
 #define CLI_COMMON_HELP \

@@ -2,6 +2,7 @@
 #include "cmd/common.h"
 #include "cmd/cmd.h"
 #include "escape.h"
+#include "json.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -73,8 +74,11 @@ struct render_opts cmd_render_opts(const struct cli *c)
 	return (struct render_opts){.color = cli_color(c), .width = cli_text_width()};
 }
 
+static bool printed_json;
+
 void cmd_print_json(json_t *j)
 {
+	printed_json = true;
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	fputc('\n', stdout);
 	json_decref(j);
@@ -90,4 +94,14 @@ void cmd_setup_output(void)
 		stdout = out;
 	if (err)
 		stderr = err;
+}
+
+int cmd_finish(int rc)
+{
+	size_t n;
+	char *const *errs = cli_kept_errors(&n);
+	if (n && !printed_json)
+		cmd_print_json(json_pack("{s:s, s:i, s:o, s:i}", "schema", "gpuwho.error", "schema_version", 1, "errors",
+					 json_strs(errs, n), "exit_status", rc));
+	return rc;
 }

@@ -105,7 +105,7 @@ static int parse_opt(int opt, const char *arg, void *ctx)
 	case OPT_GRACE:
 		if (!parse_uint(arg, &n) || n > GRACE_MAX) {
 			char *e = escape_term(arg, strlen(arg));
-			fprintf(stderr, "gpuwho free: --grace wants whole seconds from 0 to %d, not '%s'\n", GRACE_MAX, e);
+			cli_error(&(struct cli){.cmd = "free"}, "--grace wants whole seconds from 0 to %d, not '%s'", GRACE_MAX, e);
 			free(e);
 			return -1;
 		}

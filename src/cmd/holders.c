@@ -64,7 +64,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	case OPT_TIMEOUT: {
 		double s = strtod(arg, &end);
 		if (*end || !(s > 0) || s > 3600) {
-			fprintf(stderr, "gpuwho holders: --timeout wants seconds between 0 and 3600, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "holders"}, "--timeout wants seconds between 0 and 3600, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		o->h.timeout_ms = (unsigned)(s * 1000) ? (unsigned)(s * 1000) : 1;
@@ -73,7 +75,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	case OPT_THREADS: {
 		unsigned long long n;
 		if (!parse_uint(arg, &n) || n < 1 || n > 64) {
-			fprintf(stderr, "gpuwho holders: --threads wants a number from 1 to 64, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "holders"}, "--threads wants a number from 1 to 64, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		o->h.threads = (unsigned)n;

@@ -470,7 +470,7 @@ json_t *render_ps_json(const struct account *a, const bool *sel, const struct nv
 	json_t *root = json_pack("{s:s, s:i, s:s, s:b, s:o, s:o}", "schema", "gpuwho.ps", "schema_version", 1,
 				 "pid_namespace", a->host_pidns ? "host" : "child", "nvml_ok", a->nvml_ok, "gpus", gpus,
 				 "control_only_holders", others);
-	static const char *const keep[] = {"mounts", "not_inspected", "timed_out", "scanned", "notes"};
+	static const char *const keep[] = {"mounts", "not_inspected", "timed_out", "partial", "scanned", "notes"};
 	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
 		json_object_set(root, keep[i], json_object_get(hj, keep[i]));
 	json_decref(hj);

@@ -108,4 +108,30 @@ test_gpu_selectors_as_nvidia_smi_takes_them() {
 	expect_has "$out" "GPU 1"
 }
 
+test_with_json_errors_are_json_on_stdout_with_the_exit_status() {
+	out=$("$GPUWHO" ps --json --from "$SEED" 9 2>/dev/null); rc=$?
+	[ $rc -eq 2 ] || fail "exit $rc"
+	expect_jq "$out" '.schema == "gpuwho.error" and .exit_status == 2 and (.errors[0] | startswith("no GPU matches '"'"'9'"'"'"))'
+	out=$("$GPUWHO" --json pss 2>/dev/null); rc=$?
+	[ $rc -eq 2 ] || fail "unknown command: exit $rc"
+	expect_jq "$out" '.errors == ["unknown command '"'"'pss'"'"'"]'
+	out=$("$GPUWHO" why --json --from "$TMP/none" 2>/dev/null); rc=$?
+	[ $rc -eq 3 ] || fail "missing snapshot: exit $rc"
+	expect_jq "$out" '.exit_status == 3'
+	out=$("$GPUWHO" holders --json --threads 0 2>/dev/null); rc=$?
+	expect_jq "$out" '.schema == "gpuwho.error" and .exit_status == 2'
+	# Without --json, stdout stays empty.
+	out=$("$GPUWHO" ps --from "$SEED" 9 2>/dev/null)
+	[ -z "$out" ] || fail "text mode printed on stdout: $out"
+}
+
+test_every_json_output_names_its_schema() {
+	for c in ps why "free 0" holders; do
+		out=$("$GPUWHO" $c --json --from "$SEED" 2>/dev/null)
+		expect_jq "$out" '(.schema | type) == "string" and (.schema | startswith("gpuwho.")) and .schema_version == 1'
+	done
+	out=$("$GPUWHO" holders --json "$TMP") || fail "holders exit $?"
+	expect_jq "$out" '.schema == "gpuwho.holders"'
+}
+
 run_tests
