@@ -132,12 +132,17 @@ static void view_free(struct holders_scan *v)
 	free(v->mounts);
 }
 
-/* The target of s a PATH names: its path exactly, or its short name (nvidia0 for /dev/nvidia0). */
+/* The target of s a PATH names: its path exactly, or its short name (nvidia0 for /dev/nvidia0, and
+ * for an NVIDIA node under another /dev, such as a container's or a test's stand-in tree). */
 static long find_target(const struct holders_scan *s, const char *path)
 {
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (!strcmp(s->targets[i].path, path) || !strcmp(render_target_short(&s->targets[i]), path))
+	for (size_t i = 0; i < s->ntargets; i++) {
+		const struct target *t = &s->targets[i];
+		const char *base = strrchr(t->path, '/');
+		if (!strcmp(t->path, path) || !strcmp(render_target_short(t), path) ||
+		    (t->kind && strcmp(t->kind, "file") && base && !strcmp(base + 1, path)))
 			return (long)i;
+	}
 	return -1;
 }
 

@@ -15,7 +15,7 @@ test_every_example_replays_through_ps_holders_and_why() {
 		"$GPUWHO" ps --from "$f" >/dev/null || fail "ps --from $f: exit $?"
 		"$GPUWHO" holders --from "$f" >/dev/null || fail "holders --from $f: exit $?"
 		"$GPUWHO" why --from "$f" >/dev/null; [ $? -le 1 ] || fail "why --from $f"
-		"$GPUWHO" snapshot --from "$f" | jq -e '.schema == "gpuwho.snapshot"' >/dev/null || fail "snapshot --from $f"
+		expect_jq "$("$GPUWHO" snapshot --from "$f")" '.schema == "gpuwho.snapshot"' || fail "snapshot --from $f"
 	done
 	[ "$n" -ge 5 ] || fail "expected at least 5 examples, found $n"
 }
