@@ -71,7 +71,8 @@ int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *o
 
 struct render_opts cmd_render_opts(const struct cli *c)
 {
-	return (struct render_opts){.color = cli_color(c), .width = cli_text_width()};
+	int w = cli_text_width();
+	return (struct render_opts){.color = cli_color(c), .width = w ? w : RENDER_DEFAULT_WIDTH, .cut = w > 0};
 }
 
 static bool printed_json;

@@ -27,7 +27,8 @@ int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *s
  * malloc'ed array (*nout entries; NULL when none). Free the array, not the strings. */
 char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout);
 
-/* Text output for c: colour when cli_color says so, lines fitted to cli_text_width(). */
+/* Text output for c: colour when cli_color says so; lines fitted to cli_text_width(), or wrapped
+ * at RENDER_DEFAULT_WIDTH with whole command lines when that is unknown (a pipe). */
 struct render_opts cmd_render_opts(const struct cli *c);
 
 /* Prints j to stdout as every --json does (indented, ASCII only, reals to 12 digits), then a

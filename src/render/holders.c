@@ -241,7 +241,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 				       wholds, holds[i]) - (odd && o->color ? 9 : 0);
 			if (any_cont)
 				used += fprintf(f, "%-*s ", wcont, conts[i]);
-			print_fit(f, ecmd, o->width, used);
+			print_fit(f, ecmd, o->cut ? o->width : 0, used);
 			free(st);
 			free(cmd);
 			free(ecmd);

@@ -258,7 +258,7 @@ static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders
 		char *cmd = command_cell(r);
 		bool special = r->kind == ACCOUNT_OUTSIDE || r->kind == ACCOUNT_EXITED;
 		fputs(special ? render_col(o, C_YEL) : "", f);
-		if (o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
+		if (o->cut && o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
 			fprintf(f, "%.*s…", o->width - used - 1, cmd);
 		else
 			fputs(cmd, f);

@@ -11,10 +11,16 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* Columns text is wrapped to when the terminal's width is unknown (a pipe, a file): wide enough for
+ * a table, narrow enough for a mail or a ticket. */
+#define RENDER_DEFAULT_WIDTH 100
+
 struct render_opts {
 	bool color;      /* ANSI colour */
 	bool verbose;    /* a detailed block per holder */
-	int width;       /* terminal columns to fit lines to; 0: no limit */
+	int width;       /* columns to wrap prose and headers to; 0: no limit */
+	bool cut;        /* also cut table cells (command lines) to width, with "…": only when width is
+			  * a terminal's, so that a pipe keeps whole command lines */
 };
 
 /* ANSI colours, used only through render_col so that --no-color and NO_COLOR turn them all off. */

@@ -76,7 +76,7 @@ test_bash_completes_color_values_in_both_spellings() {
 	CUR=--color= expect_completion "gpuwho why" --color=auto --color=always --color=never
 	# bash splits "--color=al" at "=" into three words (COMP_WORDBREAKS).
 	CUR=al expect_completion "gpuwho why --color =" always
-	CUR= expect_completion "gpuwho ps --color =" auto always never
+	CUR='' expect_completion "gpuwho ps --color =" auto always never
 }
 
 test_bash_completes_gpu_selectors_from_dev_nvidia_and_all() {
@@ -160,7 +160,7 @@ test_zsh_completion_names_every_command_and_option_and_parses() {
 		grep -qE "^[[:space:]]*'$c:" "$f" || fail "_gpuwho: no '$c:description' entry for command $c"
 	done
 	compare_options _gpuwho zsh_options
-	command -v zsh >/dev/null || skip "zsh not installed: _gpuwho's syntax not checked (its commands and options were)"
+	command -v zsh >/dev/null || skip "no zsh: _gpuwho's syntax not checked (its commands and options were)"
 	err=$(zsh -n "$f" 2>&1) || fail "zsh -n _gpuwho: $err"
 }
 
@@ -171,7 +171,7 @@ test_fish_completion_names_every_command_and_option_and_parses() {
 		grep -qE "^complete -c gpuwho -n __fish_use_subcommand .*-a $c( |$)" "$f" || fail "gpuwho.fish: command $c not offered"
 	done
 	compare_options gpuwho.fish fish_options
-	command -v fish >/dev/null || skip "fish not installed: gpuwho.fish's syntax not checked (its commands and options were)"
+	command -v fish >/dev/null || skip "no fish: gpuwho.fish's syntax not checked (its commands and options were)"
 	err=$(fish -n "$f" 2>&1) || fail "fish -n gpuwho.fish: $err"
 	# And it loads: the completions fish offers for a command's options.
 	out=$(fish --no-config -c "source '$f'; complete -C 'gpuwho free --y'" 2>&1) || fail "fish: $out"

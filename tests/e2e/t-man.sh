@@ -104,7 +104,8 @@ test_each_man_page_lists_exactly_the_options_of_its_help() {
 }
 
 test_the_overview_page_names_every_command_and_its_page() {
-	local c top="$(page_of "")" listed
+	local c top listed
+	top=$(page_of "")
 	[ -f "$top" ] || fail "no $top"
 	listed=$(awk '/^\.SH/ { on = ($0 ~ /^\.SH "?COMMANDS"?$/); next } on && tag { print $2; tag = 0; next } on && /^\.TP/ { tag = 1 }' "$top" | sort -u)
 	while read -r c; do
