@@ -78,9 +78,22 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 			break;
 		switch (o) {
 		case OPT_JSON: c->json = true; continue;
-		case OPT_FROM: c->from = optarg; continue;
-		case OPT_NVML: c->nvml_path = optarg; continue;
-		case OPT_NO_NVML: c->no_nvml = true; continue;
+		case OPT_FROM:
+		case OPT_NVML:
+		case OPT_NO_NVML:
+			if (c->refuse & (o == OPT_FROM ? CLI_REFUSE_FROM : CLI_REFUSE_NVML)) {
+				cli_error(c, "option '%s' does not apply to %s",
+					  o == OPT_FROM ? "--from" : o == OPT_NVML ? "--nvml" : "--no-nvml",
+					  c->cmd ? c->cmd : "this command");
+				goto bad;
+			}
+			if (o == OPT_FROM)
+				c->from = optarg;
+			else if (o == OPT_NVML)
+				c->nvml_path = optarg;
+			else
+				c->no_nvml = true;
+			continue;
 		case OPT_NO_COLOR: c->no_color = true; c->force_color = false; continue;
 		case OPT_COLOR:
 			if (!optarg || !strcmp(optarg, "always")) {

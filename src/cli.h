@@ -29,7 +29,11 @@ struct cli {
 				* (nvidia-smi's spelling), collected in ids[] */
 	const char *ids[CLI_MAX_IDS];
 	int nids;
+	unsigned refuse;       /* CLI_REFUSE_* bits, set by a command: common options it has no use for,
+				* which cli_parse refuses instead of ignoring */
 };
+
+enum { CLI_REFUSE_FROM = 1, CLI_REFUSE_NVML = 2 };
 
 /* Called for each option that is not a common one; returns 0 when accepted, or prints why not
  * (one line, to stderr) and returns -1. */

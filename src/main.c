@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"Run 'gpuwho help COMMAND' (or 'gpuwho COMMAND --help') for a command's options and examples.\n"
-		"Common options (--json, --nvml PATH, --no-nvml, --from FILE, --color WHEN) go before or after\n"
+		"Common options (--json, --nvml PATH, --no-nvml, --from FILE, --color[=WHEN]) go before or after\n"
 		"the command: 'gpuwho --json why' is 'gpuwho why --json'.\n"
 		"  -V, --version    print the version and exit\n"
 		"\n"

@@ -208,7 +208,7 @@ int cmd_holders(int argc, char **argv)
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{0},
 	};
-	struct cli c = {.cmd = "holders"};
+	struct cli c = {.cmd = "holders", .refuse = CLI_REFUSE_NVML};   /* it reads /proc and /dev, never NVML */
 	struct hopts o = {0};
 	int r = cli_parse(&c, argc, argv, "v", own, on_opt, &o, usage);
 	if (r < 0)

@@ -9,7 +9,7 @@ test_common_options_before_the_command_reach_it() {
 	out=$("$GPUWHO" --json why --from "$SEED"); rc=$?
 	[ $rc -eq 1 ] || fail "exit $rc (the seed has problems: 1)"
 	expect_jq "$out" '.schema == "gpuwho.why"'
-	out=$("$GPUWHO" --no-nvml --json holders "$TMP"); rc=$?
+	out=$("$GPUWHO" --color=never --json holders "$TMP"); rc=$?
 	[ $rc -eq 0 ] || fail "holders exit $rc"
 	expect_jq "$out" '.holders | length == 0'
 	# A common option's value is not taken for the command.
@@ -132,6 +132,13 @@ test_every_json_output_names_its_schema() {
 	done
 	out=$("$GPUWHO" holders --json "$TMP") || fail "holders exit $?"
 	expect_jq "$out" '.schema == "gpuwho.holders"'
+}
+
+test_a_common_option_a_command_has_no_use_for_is_refused_not_ignored() {
+	"$GPUWHO" holders --nvml /nonexistent "$TMP" >/dev/null 2>"$TMP/err"; rc=$?
+	[ $rc -eq 2 ] || fail "holders --nvml: exit $rc"
+	expect_has "$(cat "$TMP/err")" "option '--nvml' does not apply to holders"
+	"$GPUWHO" holders --no-nvml "$TMP" >/dev/null 2>&1; [ $? -eq 2 ] || fail "holders --no-nvml accepted"
 }
 
 run_tests
