@@ -11,15 +11,15 @@ _gpuwho_commands="ps why free holders plan snapshot"
 # A word is an option, written one of three ways:
 #   --flag            takes no value
 #   --opt=KIND        takes a value (the next word, or after "="; -x VALUE for a short one):
-#                     KIND is FILE, GPU, WHEN, PID, or anything else (not completed)
+#                     KIND is FILE, GPU, WHEN, FMT, PID, or anything else (not completed)
 #   --opt[=KIND]      takes an optional value, only as --opt=VALUE (--color[=WHEN])
 declare -gA _gpuwho_opts=(
 	[top]="--json --nvml=FILE --no-nvml --from=FILE --color[=WHEN] -V --version"
-	[ps]="--nvml=FILE --no-nvml --from=FILE -i=GPU --id=GPU --json --color[=WHEN] -h --help"
+	[ps]="--nvml=FILE --no-nvml --from=FILE -i=GPU --id=GPU --format=FMT --json --color[=WHEN] -h --help"
 	[why]="--from=FILE --nvml=FILE --no-nvml -i=GPU --id=GPU --json --color[=WHEN] -h --help"
 	[free]="--yes --grace=SECONDS --include=NAME|PID --all-users --spill --shm --reset --from=FILE
 		--nvml=FILE --no-nvml -i=GPU --id=GPU --json --color[=WHEN] -h --help"
-	[holders]="-v --verbose --timeout=SECONDS --threads=N --from=FILE --json --color[=WHEN] -h --help"
+	[holders]="-v --verbose --timeout=SECONDS --threads=N --from=FILE --format=FMT --json --color[=WHEN] -h --help"
 	[plan]="--pid=PID --gpu-mem=SIZE --host-mem=SIZE --model-config=FILE --weights-gb=SIZE
 		--overhead=SIZE --avg-tokens=N --json --color[=WHEN] -h --help"
 	[snapshot]="-o=FILE --output=FILE --redact --resample=SECONDS --from=FILE --nvml=FILE --no-nvml -h --help"
@@ -67,6 +67,7 @@ _gpuwho_value() {
 	FILE) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$2") ;;
 	GPU) mapfile -t COMPREPLY < <(compgen -W "$(_gpuwho_gpus)" -- "$2") ;;
 	WHEN) mapfile -t COMPREPLY < <(compgen -W "auto always never" -- "$2") ;;
+	FMT) mapfile -t COMPREPLY < <(compgen -W "text json csv" -- "$2") ;;
 	PID) mapfile -t COMPREPLY < <(compgen -W "$(cd /proc 2>/dev/null && echo [0-9]*)" -- "$2") ;;
 	*) COMPREPLY=() ;;
 	esac

@@ -50,6 +50,7 @@ complete -c gpuwho -n '__fish_seen_subcommand_from ps why free' -s i -l id -x -a
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan' -l json -d 'machine-readable output'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan' -l color -d 'colour: --color=auto, always or never'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan snapshot' -s h -l help -d 'this text'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps holders' -l format -x -a 'text json csv' -d 'output format: text, json or csv'
 # --color takes its value only as --color=WHEN
 complete -c gpuwho -n 'string match -q -- "--color=*" (commandline -ct)' -a '--color=auto --color=always --color=never'
 

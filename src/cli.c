@@ -1,5 +1,6 @@
 /* cli: the options every subcommand shares, exit codes, and the argument parser built on getopt_long. */
 #include "cli.h"
+#include "escape.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -9,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_COLOR, OPT_HELP };
+enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_COLOR, OPT_HELP, OPT_FORMAT };
 
 static const struct option common[] = {
 	{"json", no_argument, NULL, OPT_JSON},
@@ -51,18 +52,29 @@ void cli_error(const struct cli *c, const char *fmt, ...)
 		free(m);
 }
 
+/* "--color wants auto, always or never, not 'x'", with x escaped (it is the user's own, but a
+ * pasted line can carry control bytes). */
+static void bad_value(const struct cli *c, const char *opt, const char *want, const char *got)
+{
+	char *e = escape_term(got, strlen(got));
+	cli_error(c, "%s wants %s, not '%s'", opt, want, e);
+	free(e);
+}
+
 int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,
 	      cli_opt_fn fn, void *ctx, const char *usage)
 {
 	size_t nown = 0, ncommon = sizeof common / sizeof common[0];
 	while (own && own[nown].name)
 		nown++;
-	struct option *all = xcalloc(nown + ncommon + 2, sizeof *all);
+	struct option *all = xcalloc(nown + ncommon + 3, sizeof *all), *extra = all + ncommon + nown;
 	memcpy(all, common, sizeof common);
 	if (nown)
 		memcpy(all + ncommon, own, nown * sizeof *own);
 	if (c->gpus)
-		all[ncommon + nown] = (struct option){"id", required_argument, NULL, 'i'};
+		*extra++ = (struct option){"id", required_argument, NULL, 'i'};
+	if (c->tables)
+		*extra++ = (struct option){"format", required_argument, NULL, OPT_FORMAT};
 	/* Options may follow operands (gpuwho holders PATH --json); "--" ends them (plan -- CMD...).
 	 * A leading ":" reports a missing argument distinctly. */
 	char *so = xasprintf(":h%s%s", c->gpus ? "i:" : "", shortopts ? shortopts : "");
@@ -105,10 +117,18 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 			} else if (!strcmp(optarg, "auto")) {
 				c->no_color = c->force_color = false;
 			} else {
-				cli_error(c, "--color wants auto, always or never, not '%s'", optarg);
+				bad_value(c, "--color", "auto, always or never", optarg);
 				goto bad;
 			}
 			continue;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "text") || !strcmp(optarg, "json") || !strcmp(optarg, "csv")) {
+				c->json = !strcmp(optarg, "json");
+				c->csv = !strcmp(optarg, "csv");
+				continue;
+			}
+			bad_value(c, "--format", "text, json or csv", optarg);
+			goto bad;
 		case 'i':
 			if (c->nids == CLI_MAX_IDS) {
 				cli_error(c, "more than %d -i options; give a comma list (-i 0,1,2)", CLI_MAX_IDS);

@@ -29,6 +29,9 @@ struct cli {
 				* (nvidia-smi's spelling), collected in ids[] */
 	const char *ids[CLI_MAX_IDS];
 	int nids;
+	bool tables;           /* set by a command whose output is a table (ps, holders): it accepts
+				* --format text|json|csv */
+	bool csv;              /* --format csv */
 	unsigned refuse;       /* CLI_REFUSE_* bits, set by a command: common options it has no use for,
 				* which cli_parse refuses instead of ignoring */
 };
@@ -81,6 +84,11 @@ char *const *cli_kept_errors(size_t *n);
 	"  --color[=WHEN]   colour: auto (default: on a terminal, unless NO_COLOR is set or\n" \
 	"                   TERM=dumb), always, never; --no-color is --color=never\n" \
 	"  -h, --help       this text\n"
+
+/* The --format option of ps and holders, for their usage texts. */
+#define CLI_FORMAT_HELP \
+	"  --format FMT     text (default), json (the same as --json) or csv: a header row, then one\n" \
+	"                   row per process, for spreadsheets and awk (RFC 4180 quoting)\n"
 
 /* What a GPU selector may be (account_select_list), for the usage texts of commands that take them. */
 #define CLI_GPU_SELECTORS_HELP \

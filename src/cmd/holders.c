@@ -34,6 +34,7 @@ static const char usage[] =
 	"  --threads N         scan with N threads (default: one per CPU, at most 8)\n"
 	"  --from FILE         show a snapshot's NVIDIA-node holders (gpuwho snapshot -o FILE); with\n"
 	"                      PATHs, only those of its nodes\n"
+	CLI_FORMAT_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -150,6 +151,8 @@ static void render(const struct cli *c, const struct hopts *o, const struct hold
 {
 	if (c->json) {
 		cmd_print_json(render_holders_json(s));
+	} else if (c->csv) {
+		render_holders_csv(stdout, s);
 	} else {
 		struct render_opts ro = cmd_render_opts(c);
 		ro.verbose = o->verbose;
@@ -208,7 +211,7 @@ int cmd_holders(int argc, char **argv)
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{0},
 	};
-	struct cli c = {.cmd = "holders", .refuse = CLI_REFUSE_NVML};   /* it reads /proc and /dev, never NVML */
+	struct cli c = {.cmd = "holders", .tables = true, .refuse = CLI_REFUSE_NVML};   /* it reads /proc and /dev, never NVML */
 	struct hopts o = {0};
 	int r = cli_parse(&c, argc, argv, "v", own, on_opt, &o, usage);
 	if (r < 0)

@@ -10,8 +10,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-/* "fd", "fd+mmap", "thread", "copy" ... for one hold. */
-static void means_str(const struct hold *h, char *buf, size_t n)
+void render_hold_means(const struct hold *h, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s%s%s%s%s%s", h->means & HOLD_FD ? "fd" : "",
 		 (h->means & HOLD_FD) && (h->means & HOLD_MMAP) ? "+" : "", h->means & HOLD_MMAP ? "mmap" : "",
@@ -90,7 +89,7 @@ static char *holds_cell(const struct holders_scan *s, const struct holder *h)
 	}
 	struct hold u = {.means = all};
 	char m[64];
-	means_str(&u, m, sizeof m);
+	render_hold_means(&u, m, sizeof m);
 	char *n = xasprintf("%s (%s)", out, m);
 	free(out);
 	char *e = escape_str(n);   /* target paths may come from a --from snapshot */

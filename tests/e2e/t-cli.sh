@@ -141,4 +141,25 @@ test_a_common_option_a_command_has_no_use_for_is_refused_not_ignored() {
 	"$GPUWHO" holders --no-nvml "$TMP" >/dev/null 2>&1; [ $? -eq 2 ] || fail "holders --no-nvml accepted"
 }
 
+test_format_csv_is_one_quoted_row_per_process_even_for_hostile_names() {
+	: >"$TMP/target"
+	spawn bash -c 'exec -a "evil,\"name
+x" sleep 300 3<"$0"' "$TMP/target"
+	pid=$!
+	for _ in $(seq 1 100); do [ -e "/proc/$pid/fd/3" ] && grep -q sleep "/proc/$pid/comm" && break; sleep 0.05; done
+	out=$("$GPUWHO" holders --format csv "$TMP/target") || fail "exit $?"
+	[ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] || fail "want a header and one row: $out"
+	[ "$(printf '%s\n' "$out" | head -1)" = $'pid,ppid,user,state,target,how,fds,maps,map_bytes,command\r' ] || fail "header: $out"
+	expect_has "$out" "$pid,"
+	expect_has "$out" ",fd,1,0,0,\"evil,\"\"name\\nx 300\""
+	LC_ALL=C grep -q $'[\x01-\x08\x0b\x0c\x0e-\x1f]' <<<"$out" && fail "a raw control byte in the CSV"
+	out=$("$GPUWHO" ps --from "$SEED" --format csv) || fail "ps exit $?"
+	expect_has "$out" $'gpu,uuid,bus_id,pid,host_pid,kind,user,state,gpu_memory_bytes,host_rss_bytes,command\r'
+	expect_has "$out" ",,unattributed,,,$((96413 * 1048576)),,"
+	out=$("$GPUWHO" ps --from "$SEED" --format json) || fail "--format json: exit $?"
+	expect_jq "$out" '.schema == "gpuwho.ps"'
+	"$GPUWHO" why --format csv --from "$SEED" >/dev/null 2>&1; [ $? -eq 2 ] || fail "why took --format"
+	"$GPUWHO" ps --format xml >/dev/null 2>&1; [ $? -eq 2 ] || fail "--format xml accepted"
+}
+
 run_tests
