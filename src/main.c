@@ -20,6 +20,8 @@ static const struct command commands[] = {
 	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
 	{"snapshot", cmd_snapshot, "everything collected, as one JSON file (replay it with --from FILE)"},
+	{"metrics", cmd_metrics, "Prometheus text of the GPUs' memory and findings (node_exporter textfile collector)"},
+	{"serve", cmd_serve, "the same over HTTP for Prometheus (/metrics, /healthz), loopback by default"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -3,9 +3,13 @@
 #include "escape.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *out)
 {
@@ -63,4 +67,35 @@ void cmd_print_json(json_t *j)
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	fputc('\n', stdout);
 	json_decref(j);
+}
+
+int cmd_write_atomic(const char *path, const char *text, size_t len, mode_t mode)
+{
+	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);   /* mode 0600 until fchmod */
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		return -e;
+	}
+	int e = 0;
+	for (size_t off = 0; off < len && !e;) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno != EINTR)
+			e = errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!e && fchmod(fd, mode) < 0)
+		e = errno;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e)
+		unlink(tmp);
+	free(tmp);
+	return -e;
 }

@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 /* The snapshot a read command works on: loaded from --from FILE, else collected live with the
  * NVML options of c and the given resample delay (0: one sample). --no-nvml with --from hides the
@@ -29,5 +31,10 @@ struct render_opts cmd_render_opts(const struct cli *c);
 /* Prints j to stdout as every --json does (indented, ASCII only, reals to 12 digits), then a
  * newline, and drops the reference. */
 void cmd_print_json(json_t *j);
+
+/* Writes text[0..len) to path through a temporary file in the same folder and rename(2), with
+ * the given mode: a reader (a person, node_exporter's textfile collector) never sees half a file,
+ * and an existing file is replaced whole or not at all. Returns 0 or -errno. */
+int cmd_write_atomic(const char *path, const char *text, size_t len, mode_t mode);
 
 #endif
