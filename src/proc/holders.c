@@ -737,6 +737,7 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 	size_t npids;
 	int *pids;
 	if (opts && opts->pids) {
+		out->limited = true;
 		npids = opts->npids;
 		pids = xmalloc((npids + 1) * sizeof *pids);
 		memcpy(pids, opts->pids, npids * sizeof *pids);

@@ -59,6 +59,8 @@ struct holders_scan {
 	struct unseen *timed_out; /* skipped: a read took longer than the per-process bound */
 	size_t ntimed_out;
 	unsigned nscanned;        /* processes looked at */
+	bool limited;             /* only holders_opts.pids were looked at, not every process: a
+				   * process missing from holders may still hold a target */
 	unsigned nvanished;       /* exited while we looked (normal) */
 	char **notes;             /* things that could not be seen and why, one line each */
 	size_t nnotes;

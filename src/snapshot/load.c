@@ -500,6 +500,8 @@ static bool load_scan(struct ld *l, json_t *o, struct holders_scan *s)
 	EACH(l, o, "not_inspected", MAX_ITEMS, s->denied, s->ndenied, i, TRY(load_unseen(l, e, &s->denied[i])));
 	EACH(l, o, "timed_out", MAX_ITEMS, s->timed_out, s->ntimed_out, i, TRY(load_unseen(l, e, &s->timed_out[i])));
 	G_INT(l, o, "scanned", 0, SNAPSHOT_PID_MAX, s->nscanned);
+	if (json_object_get(o, "limited"))   /* absent in older snapshots: they walked every process */
+		TRY(g_bool(l, o, "limited", &s->limited));
 	G_INT(l, o, "vanished", 0, SNAPSHOT_PID_MAX, s->nvanished);
 	TRY(g_strv(l, o, "notes", &s->notes, &s->nnotes));
 	return true;

@@ -168,6 +168,7 @@ static json_t *scan_to_json(const struct holders_scan *s, bool redact)
 	json_put(o, "not_inspected", unseen_to_json(s->denied, s->ndenied));
 	json_put(o, "timed_out", unseen_to_json(s->timed_out, s->ntimed_out));
 	json_put(o, "scanned", json_integer(s->nscanned));
+	json_put(o, "limited", json_boolean(s->limited));
 	json_put(o, "vanished", json_integer(s->nvanished));
 	json_put(o, "notes", jstrv(s->notes, s->nnotes));
 	return o;
