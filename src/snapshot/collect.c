@@ -158,6 +158,30 @@ static void collect_others(struct snapshot *s, const struct holders_opts *ho, st
 	free(want);
 }
 
+/* Completes one process's owner: the Slurm job from SLURM_JOB_ID when its cgroup named none, the
+ * pod's namespace and name, docker's name for its container. */
+static void owner_complete(struct proc_info *p)
+{
+	owner_from_slurm_env(p->env_value, &p->owner);
+	free(p->env_value);   /* read for the owner only; not part of the snapshot */
+	p->env_value = NULL;
+	p->env_err = 0;
+	if (p->container.pod_uid && !p->owner.pod_name)
+		owner_lookup_pod(owner_pods_dir(), p->container.pod_uid, &p->owner.pod_namespace, &p->owner.pod_name);
+	if (p->container.id && !p->container.pod_uid && p->container.runtime &&
+	    !strcmp(p->container.runtime, "docker") && !p->owner.container_name)
+		owner_lookup_docker(owner_docker_dir(), p->container.id, &p->owner.container_name);
+}
+
+/* Owners of the holders and the processes around them (owner_complete). */
+static void collect_owners(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->scan.nholders; i++)
+		owner_complete(&s->scan.holders[i].info);
+	for (size_t i = 0; i < s->nothers; i++)
+		owner_complete(&s->others[i]);
+}
+
 /* gpuwho's own ancestors, from stat alone (cannot block). */
 static void collect_self(struct snapshot *s, int procfd)
 {
@@ -207,7 +231,10 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 	s->taken_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 
 	const char *proc_root = holders_proc_root();
-	struct holders_opts ho = {.proc_root = proc_root, .timeout_ms = o ? o->timeout_ms : 0, .waits = true};
+	/* SLURM_JOB_ID names the job of a process that Slurm did not put in a job cgroup
+	 * (proctrack/linuxproc, or a process that escaped it): read under the engine's bound. */
+	struct holders_opts ho = {.proc_root = proc_root, .timeout_ms = o ? o->timeout_ms : 0, .waits = true,
+				  .env_name = "SLURM_JOB_ID"};
 	int procfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	s->host_pidns = procfd >= 0 && proc_pidns_is_host(procfd);
 
@@ -298,6 +325,7 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 	if (o && s->nvml_asked)
 		snapshot_resample(s, o->nvml_path, o->resample_s);
 	collect_others(s, &ho, shm_only, nshm_only);
+	collect_owners(s);
 
 	char *mi = xasprintf("%s/meminfo", proc_root);
 	r = meminfo_read(mi, &s->mem);
