@@ -34,6 +34,36 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
 	return EXIT_CANNOT;
 }
 
+/* The second memory sample why takes before calling memory a leak (the same delay). */
+#define CMD_RESAMPLE_S 0.5
+
+int cmd_get_diagnosis(const struct cli *c, bool full, struct snapshot *s, struct diagnosis *d)
+{
+	memset(d, 0, sizeof *d);
+	if (c->from) {
+		if (cmd_get_snapshot(c, 0, s) != 0)
+			return EXIT_CANNOT;
+		diagnose(s, d);
+		return 0;
+	}
+	struct snapshot_opts so = {.nvml_path = c->nvml_path, .no_nvml = c->no_nvml, .lazy = !full};
+	snapshot_collect(&so, s);
+	diagnose(s, d);
+	if (diag_wants_full_scan(s, d)) {
+		diag_free(d);
+		snapshot_free(s);
+		so.lazy = false;
+		snapshot_collect(&so, s);
+		diagnose(s, d);
+	}
+	if (diag_wants_resample(s, d)) {
+		snapshot_resample(s, c->nvml_path, CMD_RESAMPLE_S);
+		diag_free(d);
+		diagnose(s, d);
+	}
+	return 0;
+}
+
 int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel)
 {
 	*sel = NULL;

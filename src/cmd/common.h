@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "diagnose/account.h"
+#include "diagnose/diagnose.h"
 #include "render/render.h"
 #include "snapshot/snapshot.h"
 
@@ -18,6 +19,15 @@
  * snapshot's NVML answer, as it would have been live. Returns 0; or prints "gpuwho CMD: FILE: why"
  * (escaped) and returns EXIT_CANNOT, leaving *out empty. */
 int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *out);
+
+/* The snapshot and its diagnosis for a command that runs often (check, metrics): collected lazily
+ * (snapshot_opts.lazy: NVML first, the fd walk over NVML's PIDs only), diagnosed, and collected
+ * again with the full walk only when diag_wants_full_scan says NVML shows memory it cannot tie to
+ * a live listed process; then, like why, a second memory sample when a verdict rests on one.
+ * From --from FILE, the file as it is. full: always walk every process (check --host).
+ * Returns 0 with *s and *d filled (free both: diag_free first); or EXIT_CANNOT as
+ * cmd_get_snapshot, with nothing to free. */
+int cmd_get_diagnosis(const struct cli *c, bool full, struct snapshot *s, struct diagnosis *d);
 
 /* The GPUs that sels[0..n) name (account_select: index, UUID or a unique prefix, bus id, device
  * path). Sets *sel to NULL when n is 0 (no selection: all), else to a malloc'ed array of
