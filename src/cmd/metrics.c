@@ -44,8 +44,6 @@ struct mopts {
 	unsigned max_processes;
 };
 
-/* Parses --max-processes' N (0..10000); prints why not and returns -1. Shared in spirit with
- * serve's, which has the same option. */
 static int on_opt(int opt, const char *arg, void *ctx)
 {
 	struct mopts *o = ctx;
@@ -86,7 +84,8 @@ int cmd_metrics(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct scrape_result sr;
-	if (cmd_scrape(&c, o.max_processes, &sr) != 0)
+	struct scrape_opts so = {.max_processes = o.max_processes};
+	if (cmd_scrape(&c, &so, NULL, &sr) != 0)
 		return EXIT_CANNOT;
 	int code = sr.up ? EXIT_FINE : EXIT_CANNOT;
 	if (!o.output || !strcmp(o.output, "-")) {

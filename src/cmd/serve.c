@@ -45,6 +45,9 @@ static const char usage[] =
 	"                        0.0.0.0:9835 for every address — mind who can then read process names)\n"
 	"  --scrape-timeout S    seconds a scrape waits for its collection (default 8)\n"
 	"  --max-processes N     at most N gpuwho_process_gpu_memory_bytes series per GPU (default 16)\n"
+	"  --scan-interval S     a scrape walks every process's fds only when NVML shows memory it cannot\n"
+	"                        tie to a listed process, and then at most every S seconds (default 60;\n"
+	"                        0: each time); in between such answers say gpuwho_scan_limited 1\n"
 	"  --from FILE           serve a snapshot (gpuwho snapshot -o FILE) instead of this host\n"
 	"  --nvml PATH           load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml             do not ask NVML (no memory series)\n"
@@ -56,12 +59,14 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 stopped by SIGTERM/SIGINT, 2 bad usage, 3 cannot listen.\n";
 
-enum { OPT_LISTEN = 1, OPT_TIMEOUT, OPT_MAX_PROCESSES };
+#define SERVE_SCAN_INTERVAL_DEFAULT 60.0
+
+enum { OPT_LISTEN = 1, OPT_TIMEOUT, OPT_MAX_PROCESSES, OPT_SCAN_INTERVAL };
 
 struct sopts {
 	const char *listen;
 	double timeout_s;
-	unsigned max_processes;
+	struct scrape_opts scrape;
 };
 
 /* What the collector and the connection threads share, under mu. */
@@ -76,6 +81,7 @@ struct server {
 	size_t len;
 	const struct cli *c;
 	struct sopts o;
+	struct scrape_state st;   /* the collector's own */
 };
 
 static int on_opt(int opt, const char *arg, void *ctx)
@@ -99,7 +105,14 @@ static int on_opt(int opt, const char *arg, void *ctx)
 			fprintf(stderr, "gpuwho serve: --max-processes wants a number from 0 to 10000, not '%s'\n", arg);
 			return -1;
 		}
-		o->max_processes = (unsigned)n;
+		o->scrape.max_processes = (unsigned)n;
+		return 0;
+	case OPT_SCAN_INTERVAL:
+		o->scrape.scan_interval_s = strtod(arg, &end);
+		if (end == arg || *end || !(o->scrape.scan_interval_s >= 0 && o->scrape.scan_interval_s <= 86400)) {
+			fprintf(stderr, "gpuwho serve: --scan-interval wants seconds from 0 to 86400, not '%s'\n", arg);
+			return -1;
+		}
 		return 0;
 	}
 	return -1;
@@ -120,7 +133,7 @@ static void *collector(void *arg)
 		sv->collecting = true;
 		pthread_mutex_unlock(&sv->mu);
 		struct scrape_result r;
-		int rc = cmd_scrape(sv->c, sv->o.max_processes, &r);
+		int rc = cmd_scrape(sv->c, &sv->o.scrape, &sv->st, &r);
 		pthread_mutex_lock(&sv->mu);
 		if (rc == 0) {
 			free(sv->body);
@@ -328,11 +341,13 @@ int cmd_serve(int argc, char **argv)
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"scrape-timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"max-processes", required_argument, NULL, OPT_MAX_PROCESSES},
+		{"scan-interval", required_argument, NULL, OPT_SCAN_INTERVAL},
 		{0},
 	};
 	struct cli c = {.cmd = "serve"};
 	struct sopts o = {.listen = SERVE_LISTEN_DEFAULT, .timeout_s = SERVE_TIMEOUT_DEFAULT,
-			  .max_processes = METRICS_MAX_PROCESSES_DEFAULT};
+			  .scrape = {.max_processes = METRICS_MAX_PROCESSES_DEFAULT,
+				     .scan_interval_s = SERVE_SCAN_INTERVAL_DEFAULT}};
 	int r = cli_parse(&c, argc, argv, "", own, on_opt, &o, usage);
 	if (r < 0)
 		return cli_exit_for(r);

@@ -70,22 +70,27 @@ static void gpu_sample(FILE *f, const char *name, const struct account_gpu *g)
 }
 
 /* Who a process runs for, as far as the labels of gpuwho_process_gpu_memory_bytes go. The one
- * place these labels are decided: today the container id and the Kubernetes pod UID that
- * proc/'s cgroup reader names; job (Slurm) and namespace (Kubernetes) stay empty until proc_info
- * carries them. */
+ * place these labels are decided, from what proc/owner.c and proc/'s cgroup reader found: the
+ * Slurm job; the pod's name (its UID when the kubelet's log folders did not name it) and
+ * namespace; the container's name (docker's), else its id. "" when unknown. */
 struct attribution {
 	const char *job, *pod, *namespace, *container;
 };
+
+static const char *or_empty(const char *a, const char *b)
+{
+	return a ? a : b ? b : "";
+}
 
 static struct attribution attribution_of(const struct proc_info *p)
 {
 	struct attribution a = {"", "", "", ""};
 	if (!p)
 		return a;
-	if (p->container.id)
-		a.container = p->container.id;
-	if (p->container.pod_uid)
-		a.pod = p->container.pod_uid;
+	a.job = or_empty(p->owner.slurm_job, NULL);
+	a.pod = or_empty(p->owner.pod_name, p->container.pod_uid);
+	a.namespace = or_empty(p->owner.pod_namespace, NULL);
+	a.container = or_empty(p->owner.container_name, p->container.id);
 	return a;
 }
 
@@ -202,6 +207,9 @@ bool render_metrics(FILE *f, const struct snapshot *s, const struct diagnosis *d
 		family(f, "gpuwho_scrape_duration_seconds", "Seconds the collection behind this answer took.");
 		fprintf(f, "gpuwho_scrape_duration_seconds %.6f\n", o->scrape_duration_s);
 	}
+	family(f, "gpuwho_scan_limited",
+	       "1 when this answer looked only at the processes NVML lists (the lazy walk), 0 when at every process.");
+	fprintf(f, "gpuwho_scan_limited %d\n", s->scan.limited ? 1 : 0);
 	family(f, "gpuwho_processes_uninspected",
 	       "Processes gpuwho could not look at (permission denied, or a read timed out): \"no holder\" is then uncertain.");
 	fprintf(f, "gpuwho_processes_uninspected{reason=\"denied\"} %zu\n", s->scan.ndenied);
