@@ -29,6 +29,11 @@
 /* Each connection has its own thread, which only copies a finished answer: a small stack will do,
  * and keeps 1,000 concurrent scrapes cheap. */
 #define SERVE_STACK_BYTES (256u * 1024u)
+/* Each connection's memory pool. Above 32 KiB libmicrohttpd maps it with mmap and unmaps it when
+ * the connection ends; at or below, it comes from malloc, where a thousand concurrent connections
+ * leave the per-thread arenas fragmented and the RSS creeping up burst after burst (measured:
+ * +2-4 MiB per 1,000 scrapes, no leak under LeakSanitizer). */
+#define SERVE_CONN_POOL_BYTES (64u * 1024u)
 
 static const char usage[] =
 	"Usage: gpuwho serve [OPTIONS]\n"
@@ -404,7 +409,7 @@ int cmd_serve(int argc, char **argv)
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL,
 		on_request, &sv, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_CONNECTION_LIMIT, room,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_IDLE_S, MHD_OPTION_THREAD_STACK_SIZE,
-		(size_t)SERVE_STACK_BYTES, MHD_OPTION_END);
+		(size_t)SERVE_STACK_BYTES, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_CONN_POOL_BYTES, MHD_OPTION_END);
 	int code = EXIT_FINE;
 	if (!d) {
 		cli_error(&c, "cannot start the HTTP server (libmicrohttpd) on %s", o.listen);
