@@ -14,7 +14,7 @@ set -euo pipefail
 PROCS=${1:-2000} FDS=${2:-200} REPS=${3:-30}
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "bench/metrics.sh: needs root (mknod for the stand-in GPUs)" >&2; exit 2; }
-make -s build/gpuwho build/tests/fake_nvml.so >/dev/null
+[ -x build/gpuwho ] && [ -f build/tests/fake_nvml.so ] || make -s build/gpuwho build/tests/fake_nvml.so >/dev/null
 mkdir -p build/bench
 cc -O2 -o build/bench/fdhog bench/fdhog.c
 GW=$PWD/build/gpuwho
@@ -37,7 +37,7 @@ done
 sleep 1
 holders=()
 for ((i = 0; i < PROCS; i += PROCS / 8)); do holders+=("${pids[$i]}"); done
-echo "host: $(nproc) CPUs, $(ls -d /proc/[0-9]* | wc -l) processes, $(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l) open fds; ${#holders[@]} hold GPU 0"
+echo "host: $(nproc) CPUs, $(ls -d /proc/[0-9]* 2>/dev/null | wc -l) processes, $(find /proc/[0-9]*/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l) open fds; ${#holders[@]} hold GPU 0"
 
 scenario() { # scenario healthy|leak
 	{
