@@ -8,23 +8,22 @@
 
 void render_metrics_label_value(FILE *f, const char *s, size_t len)
 {
-	/* Invalid UTF-8 would make the whole scrape fail to parse (Prometheus checks label values
-	 * are UTF-8); escape_utf8 turns such bytes into the text \xNN first. */
-	char *u = escape_utf8(s, len);
-	for (const unsigned char *p = (const unsigned char *)u; *p; p++) {
+	/* First the name as every gpuwho renderer shows it (escape_term: controls, bidi overrides and
+	 * invalid UTF-8 as visible escapes), so that no terminal or dashboard showing the label acts on
+	 * a byte the process chose, and the value is valid UTF-8, which Prometheus requires of a label
+	 * (one bad value fails the whole scrape). Then the exposition format's own escaping. */
+	char *t = escape_term(s, len);
+	for (const char *p = t; *p; p++) {
 		if (*p == '\\')
 			fputs("\\\\", f);
 		else if (*p == '"')
 			fputs("\\\"", f);
 		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			/* Legal in exposition, but a terminal escape reaching whoever curls /metrics. */
-			fprintf(f, "\\\\x%02x", *p);
+			fputs("\\n", f);   /* escape_term leaves none; kept for the format's sake */
 		else
 			fputc(*p, f);
 	}
-	free(u);
+	free(t);
 }
 
 static void label_str(FILE *f, const char *name, const char *v, bool first)

@@ -21,9 +21,10 @@ struct metrics_opts {
 };
 
 /* Writes every gpuwho_* family to f: HELP and TYPE lines, then its samples, families in a fixed
- * order. Label values are escaped per the exposition format (backslash, double quote, newline),
- * and bytes a process controls that are not printable UTF-8 (controls, invalid sequences) become
- * the text \xNN, so any comm or cgroup name gives valid exposition. gpuwho_up is 1 when NVML
+ * order. A label value is the string as gpuwho shows it everywhere (escape_term: a control, a bidi
+ * override or an invalid UTF-8 byte becomes a visible escape such as \n, \e, \xNN; a backslash
+ * "\\"), then escaped per the exposition format (backslash, double quote, newline), so any comm or
+ * cgroup name gives valid exposition and no raw control byte. gpuwho_up is 1 when NVML
  * answered or /proc could be scanned. Returns ferror(f) == 0. */
 bool render_metrics(FILE *f, const struct snapshot *s, const struct diagnosis *d, const struct metrics_opts *o);
 

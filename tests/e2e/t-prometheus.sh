@@ -56,8 +56,10 @@ test_prometheus_sees_the_leak_then_zero_once_it_is_cleared() {
 	wait_q 'gpuwho_gpu_memory_unattributed_bytes{gpu="1"}' ".[0].value[1] == \"$((4 * GIB))\""
 	wait_q 'gpuwho_gpu_memory_stuck_bytes{gpu="1",verdict="driver_leak"}' ".[0].value[1] == \"$((4 * GIB))\""
 	wait_q 'gpuwho_gpu_memory_unattributed_bytes{gpu="0"}' '.[0].value[1] == "0"'
-	# The hostile name arrives in Prometheus as the process set it, after the label's escaping.
-	wait_q "gpuwho_process_gpu_memory_bytes{pid=\"$A\"}" ".[0].metric.comm == \"tp0\\\"}\\n\\\\x\" and .[0].value[1] == \"$((1542 * 1048576))\""
+	# The hostile name arrives in Prometheus as gpuwho shows it everywhere: the newline and the
+	# backslash as the text \n and \\ (escape_term), the quote and the brace as they are.
+	wait_q "gpuwho_process_gpu_memory_bytes{pid=\"$A\"}" ".[0].value[1] == \"$((1542 * 1048576))\""
+	wait_q "gpuwho_process_gpu_memory_bytes{pid=\"$A\"}" '.[0].metric.comm == "tp0\"}\\n\\\\x"'
 	# deploy/'s GPUMemoryStuck, evaluated by this Prometheus: pending (its for: is 5 minutes).
 	for i in $(seq 50); do
 		al=$(curl -sf "http://127.0.0.1:$PPORT/api/v1/alerts" | jq -c '[.data.alerts[] | select(.labels.alertname == "GPUMemoryStuck") | {gpu: .labels.gpu, state}]')

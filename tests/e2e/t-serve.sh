@@ -153,7 +153,7 @@ test_serve_survives_1000_concurrent_scrapes_and_malformed_http_without_growing()
 	[ -z "${RSS_LOG:-}" ] || echo "$before $after" >>"$RSS_LOG"
 	[ "$after" -lt $((before + 16384)) ] || fail "RSS grew from $before kB to $after kB"
 	out=$(curl -sf "$URL/metrics") || fail "scrape after all that"
-	expect_has "$out" "comm=\"bad\\\"\\n\\\\\""
+	expect_has "$out" 'comm="bad\"\\n\\\\"'
 }
 
 test_sigterm_stops_serve_cleanly() {

@@ -36,21 +36,24 @@ static void check_label(const char *in, size_t len, const char *want)
 static void test_label_values_escape_backslash_quote_and_newline(void **st)
 {
 	(void)st;
+	/* The value Prometheus decodes is the name as gpuwho shows it (escape_term): a newline is the
+	 * text \n, a backslash \\; the exposition escapes those backslashes and the quote once more. */
 	check_label("plain", 5, "plain");
 	check_label("a\"b", 3, "a\\\"b");
-	check_label("a\\b", 3, "a\\\\b");
-	check_label("a\nb", 3, "a\\nb");
-	check_label("\"}\nevil_metric 1\n", 17, "\\\"}\\nevil_metric 1\\n");
+	check_label("a\\b", 3, "a\\\\\\\\b");
+	check_label("a\nb", 3, "a\\\\nb");
+	check_label("\"}\nevil_metric 1\n", 17, "\\\"}\\\\nevil_metric 1\\\\n");
 }
 
-static void test_controls_and_invalid_utf8_become_visible_text(void **st)
+static void test_controls_bidi_and_invalid_utf8_become_visible_text(void **st)
 {
 	(void)st;
-	/* ESC would reach whoever reads /metrics in a terminal; 0xff is not UTF-8, which Prometheus
-	 * rejects in a label value (the whole scrape would fail). Both become the text \xNN. */
-	check_label("\x1b]0;PWNED\x07", 10, "\\\\x1b]0;PWNED\\\\x07");
+	/* ESC and a bidi override would act on whoever reads /metrics in a terminal or a dashboard;
+	 * 0xff is not UTF-8, which Prometheus rejects in a label value (the whole scrape would fail). */
+	check_label("\x1b]0;PWNED\x07", 10, "\\\\e]0;PWNED\\\\x07");
 	check_label("a\xff" "b", 3, "a\\\\xffb");
 	check_label("ok\xc3\xa9", 4, "ok\xc3\xa9");   /* é stays */
+	check_label("x\xe2\x80\xae" "y", 5, "x\\\\u{202e}y");
 	check_label("nul\0x", 5, "nul\\\\x00x");
 }
 
@@ -141,7 +144,7 @@ static void test_a_hostile_comm_and_owner_stay_inside_their_label(void **st)
 	char *m = render(&snap, 16);
 	const char *l = line_of(m, "gpuwho_process_gpu_memory_bytes{");
 	assert_non_null(l);
-	const char *want = "comm=\"x\\\"} 1\\ngpuwho_up{a=\\\"\\\\\",job=\"42\\n\",pod=\"pod\\\\xff\",";
+	const char *want = "comm=\"x\\\"} 1\\\\ngpuwho_up{a=\\\"\\\\\\\\\",job=\"42\\\\n\",pod=\"pod\\\\xff\",";
 	assert_non_null(strstr(l, want));
 	/* gpuwho_up appears once as a sample: the name did not inject one. */
 	size_t n = 0;
@@ -169,7 +172,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_label_values_escape_backslash_quote_and_newline),
-		cmocka_unit_test(test_controls_and_invalid_utf8_become_visible_text),
+		cmocka_unit_test(test_controls_bidi_and_invalid_utf8_become_visible_text),
 		cmocka_unit_test_setup_teardown(test_orphans_give_stuck_bytes_equal_to_their_memory, load_example, free_example),
 		cmocka_unit_test_setup_teardown(test_max_processes_bounds_the_per_process_series, load_example, free_example),
 		cmocka_unit_test_setup_teardown(test_a_hostile_comm_and_owner_stay_inside_their_label, load_example, free_example),
