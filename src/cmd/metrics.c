@@ -32,7 +32,8 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  gpuwho metrics | grep ^gpuwho_gpu_memory_stuck_bytes\n"
-	"  gpuwho metrics -o /var/lib/prometheus/node-exporter/gpuwho.prom   (deploy/gpuwho-metrics.timer)\n"
+	"  gpuwho metrics -o /var/lib/prometheus/node-exporter/gpuwho.prom\n"
+	"                       what deploy/systemd/gpuwho-metrics.timer runs every 30 s\n"
 	"\n"
 	"Exit status: 0 written, 2 bad usage, 3 nothing could be inspected (gpuwho_up 0 is still\n"
 	"written), the --from file could not be loaded, or the output could not be written.\n";

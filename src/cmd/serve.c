@@ -60,7 +60,7 @@ static const char usage[] =
 	"\n"
 	"Examples:\n"
 	"  gpuwho serve                              then: curl -s 127.0.0.1:9835/metrics\n"
-	"  gpuwho serve --listen 0.0.0.0:9835        for a Prometheus elsewhere (deploy/gpuwho.service)\n"
+	"  gpuwho serve --listen 10.0.0.7:9835       for a Prometheus on another host (this node's address)\n"
 	"\n"
 	"Exit status: 0 stopped by SIGTERM/SIGINT, 2 bad usage, 3 cannot listen.\n";
 

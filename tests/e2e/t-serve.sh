@@ -89,7 +89,7 @@ test_a_scrape_during_a_collection_gets_the_last_answer() {
 	scenario "init_delay_ms 1500" "gpu 0 used_mib=1000" "gpu 1"
 	start_serve --scrape-timeout 5
 	curl -sf -o /dev/null "$URL/metrics" || fail "first scrape"
-	curl -sf -o "$TMP/m1" "$URL/metrics" & c1=$!       # starts a collection
+	curl -sf -D "$TMP/h1" -o "$TMP/m1" "$URL/metrics" & c1=$!       # starts a collection
 	sleep 0.5
 	t0=$(date +%s%N)
 	curl -sf -D "$TMP/h2" -o "$TMP/m2" "$URL/metrics" || fail "second scrape"
@@ -98,7 +98,7 @@ test_a_scrape_during_a_collection_gets_the_last_answer() {
 	[ "$ms" -lt 700 ] || fail "the cached answer took $ms ms"
 	expect_has "$(cat "$TMP/m2")" "gpuwho_up 1"
 	wait $c1 || fail "the scrape that collected"
-	grep -qi "X-Gpuwho-Cache" "$TMP/m1" && fail "a fresh answer is marked cached"
+	grep -qi "X-Gpuwho-Cache" "$TMP/h1" && fail "a fresh answer is marked cached"
 	return 0
 }
 
@@ -151,7 +151,13 @@ test_serve_survives_1000_concurrent_scrapes_and_malformed_http_without_growing()
 	after=$(rss_kb "$SPID")
 	echo "RSS before ${before} kB, after 2,000 concurrent scrapes and malformed HTTP ${after} kB" >&2
 	[ -z "${RSS_LOG:-}" ] || echo "$before $after" >>"$RSS_LOG"
-	[ "$after" -lt $((before + 16384)) ] || fail "RSS grew from $before kB to $after kB"
+	# Under AddressSanitizer freed memory waits in its quarantine (256 MiB) instead of being reused:
+	# RSS says nothing there, survival still does.
+	if ldd "$GPUWHO" 2>/dev/null | grep -q libasan; then
+		echo "AddressSanitizer build: RSS not compared" >&2
+	else
+		[ "$after" -lt $((before + 16384)) ] || fail "RSS grew from $before kB to $after kB"
+	fi
 	out=$(curl -sf "$URL/metrics") || fail "scrape after all that"
 	expect_has "$out" 'comm="bad\"\\n\\\\"'
 }
