@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{"free", cmd_free, "safe cleanup of GPUs: the plan (dry run) unless --yes; verifies the memory came back"},
 	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
+	{"check", cmd_check, "health check for schedulers (Slurm epilog, NHC): silent and 0 when clean, one line per bad GPU"},
 	{"snapshot", cmd_snapshot, "everything collected, as one JSON file (replay it with --from FILE)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
