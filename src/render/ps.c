@@ -478,6 +478,8 @@ json_t *render_ps_json(const struct account *a, const bool *sel, const struct nv
 	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
 		json_object_set(root, keep[i], json_object_get(hj, keep[i]));
 	json_decref(hj);
+	/* A lazy snapshot (check's) looked only at NVML's PIDs: device-only holders may be missing. */
+	json_put(root, "scan_limited", json_boolean(s->limited));
 	if (nv)
 		json_object_set_new(root, "nvml", nvml_info_to_json(nv));
 	return root;
