@@ -1,11 +1,13 @@
 /* common: what several subcommands do the same way. */
 #include "cmd/common.h"
+#include "cmd/cmd.h"
 #include "escape.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *out)
 {
@@ -93,4 +95,16 @@ void cmd_print_json(json_t *j)
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	fputc('\n', stdout);
 	json_decref(j);
+}
+
+void cmd_setup_output(void)
+{
+	if (render_locale_is_utf8())
+		return;
+	FILE *out = render_ascii_stream(STDOUT_FILENO, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+	FILE *err = render_ascii_stream(STDERR_FILENO, _IONBF);
+	if (out)
+		stdout = out;
+	if (err)
+		stderr = err;
 }

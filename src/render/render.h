@@ -31,6 +31,15 @@ static inline const char *render_col(const struct render_opts *o, const char *c)
 	return o->color ? c : "";
 }
 
+/* True when the locale (LC_ALL, else LC_CTYPE, else LANG) names UTF-8; false for C/POSIX or
+ * when none is set. */
+bool render_locale_is_utf8(void);
+
+/* A stream writing to fd that replaces gpuwho's non-ASCII signs (— × … − ± ≤ ≥ →) by ASCII
+ * stand-ins and passes every other byte through, buffered as `mode` (_IOFBF, _IOLBF, _IONBF):
+ * main puts it under stdout and stderr when the locale is not UTF-8. NULL when it cannot. */
+FILE *render_ascii_stream(int fd, int mode);
+
 /* Prints the holders table, the mount points that are not holders, and what could not be seen. */
 void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o);
 
