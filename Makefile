@@ -41,6 +41,16 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
 
+# fusestall (a FUSE file whose reads never answer: processes stuck on their memory-map lock) needs
+# libfuse3 (scripts/install-deps installs it); without it the helper is not built and the tests that
+# need it skip, saying so.
+ifneq ($(shell pkg-config --exists fuse3 && echo yes),yes)
+HELPERS := $(filter-out $(BUILD)/tests/fusestall,$(HELPERS))
+endif
+$(BUILD)/tests/fusestall: tests/helpers/fusestall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags fuse3) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs fuse3)
+
 $(BUILD)/tests/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -fPIC -shared $(LDFLAGS) -o $@ $< $(LDLIBS)

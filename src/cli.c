@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_HELP };
+enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_COLOR, OPT_HELP };
 
 static const struct option common[] = {
 	{"json", no_argument, NULL, OPT_JSON},
@@ -18,6 +18,8 @@ static const struct option common[] = {
 	{"no-nvml", no_argument, NULL, OPT_NO_NVML},
 	{"no-color", no_argument, NULL, OPT_NO_COLOR},
 	{"no-colour", no_argument, NULL, OPT_NO_COLOR},
+	{"color", optional_argument, NULL, OPT_COLOR},
+	{"colour", optional_argument, NULL, OPT_COLOR},
 	{"help", no_argument, NULL, OPT_HELP},
 };
 
@@ -59,7 +61,21 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 		case OPT_FROM: c->from = optarg; continue;
 		case OPT_NVML: c->nvml_path = optarg; continue;
 		case OPT_NO_NVML: c->no_nvml = true; continue;
-		case OPT_NO_COLOR: c->no_color = true; continue;
+		case OPT_NO_COLOR: c->no_color = true; c->force_color = false; continue;
+		case OPT_COLOR:
+			if (!optarg || !strcmp(optarg, "always")) {
+				c->force_color = true;
+				c->no_color = false;
+			} else if (!strcmp(optarg, "never")) {
+				c->no_color = true;
+				c->force_color = false;
+			} else if (!strcmp(optarg, "auto")) {
+				c->no_color = c->force_color = false;
+			} else {
+				cli_error(c, "--color wants auto, always or never, not '%s'", optarg);
+				goto bad;
+			}
+			continue;
 		case 'h':
 		case OPT_HELP:
 			fputs(usage, stdout);
@@ -103,6 +119,18 @@ out:
 	return ret;
 }
 
+int cli_common_arity(const char *arg)
+{
+	if (!str_starts(arg, "--"))
+		return -1;
+	const char *name = arg + 2, *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+		if (strlen(common[i].name) == len && !strncmp(common[i].name, name, len))
+			return common[i].has_arg == required_argument && !eq ? 1 : 0;   /* optional: --color=WHEN */
+	return -1;
+}
+
 int cli_exit_for(int r)
 {
 	return r == CLI_HELP ? EXIT_FINE : EXIT_USAGE;
@@ -110,8 +138,10 @@ int cli_exit_for(int r)
 
 bool cli_color(const struct cli *c)
 {
-	const char *nc = getenv("NO_COLOR");
-	if (c->no_color || (nc && *nc))
+	if (c->force_color)
+		return true;
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	if (c->no_color || (nc && *nc) || (term && !strcmp(term, "dumb")))
 		return false;
 	return isatty(STDOUT_FILENO);
 }

@@ -20,7 +20,8 @@ struct cli {
 	const char *from;      /* --from FILE: replay a snapshot */
 	const char *nvml_path; /* --nvml PATH */
 	bool no_nvml;          /* --no-nvml */
-	bool no_color;         /* --no-color */
+	bool no_color;         /* --no-color, --color=never */
+	bool force_color;      /* --color, --color=always */
 };
 
 /* Called for each option that is not a common one; returns 0 when accepted, or prints why not
@@ -35,10 +36,16 @@ enum { CLI_HELP = -1, CLI_BAD = -2 };
 int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,
 	      cli_opt_fn fn, void *ctx, const char *usage);
 
+/* Whether arg is one of the common options: -1 no; 0 a flag, or an option with its value in the
+ * same word ("--nvml=PATH"); 1 an option whose value is the next word ("--nvml PATH"). For main,
+ * which moves common options given before the command (gpuwho --json why) after it. */
+int cli_common_arity(const char *arg);
+
 /* The exit code cli_parse's result calls for when it is not an operand index. */
 int cli_exit_for(int parse_result);
 
-/* True when colour should be used on stdout: a terminal, no --no-color, NO_COLOR unset or empty. */
+/* True when colour should be used on stdout: --color=always; else never with --no-color or
+ * --color=never, NO_COLOR set (no-color.org), or TERM=dumb; else when stdout is a terminal. */
 bool cli_color(const struct cli *c);
 
 /* Terminal columns for text output: the tty's width, else $COLUMNS when set (20..10000); 0 (do
@@ -52,7 +59,8 @@ void cli_error(const struct cli *c, const char *fmt, ...) __attribute__((format(
 #define CLI_COMMON_HELP \
 	"Common options:\n" \
 	"  --json           machine-readable output (schema: docs/json.md)\n" \
-	"  --no-color       no colour (also when NO_COLOR is set, or stdout is not a terminal)\n" \
+	"  --color[=WHEN]   colour: auto (default: on a terminal, unless NO_COLOR is set or\n" \
+	"                   TERM=dumb), always, never; --no-color is --color=never\n" \
 	"  -h, --help       this text\n"
 
 #endif

@@ -5,12 +5,17 @@
 #ifndef GPUWHO_CMD_H
 #define GPUWHO_CMD_H
 
+/* Sets up stdout and stderr for every command: outside a UTF-8 locale, a stream that writes ASCII
+ * stand-ins for the few non-ASCII signs gpuwho's texts use (render_ascii_stream). Call first. */
+void cmd_setup_output(void);
+
 int cmd_ps(int argc, char **argv);
 int cmd_holders(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_free(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 

@@ -1,5 +1,6 @@
 /* common: what several subcommands do the same way. */
 #include "cmd/common.h"
+#include "cmd/cmd.h"
 #include "escape.h"
 #include "util.h"
 
@@ -97,6 +98,41 @@ void cmd_print_json(json_t *j)
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	fputc('\n', stdout);
 	json_decref(j);
+}
+
+/* The streams cmd_setup_output put in place of stdout and stderr, and the originals. */
+static FILE *ascii_out, *ascii_err, *orig_out, *orig_err;
+
+/* At exit: flushes and closes the ASCII streams (freeing their state: LeakSanitizer counted it as
+ * leaked, and failed every run outside a UTF-8 locale, such as a Slurm epilog's), and puts the
+ * original streams back for whatever still writes after us. */
+static void close_ascii_streams(void)
+{
+	if (ascii_out) {
+		fclose(ascii_out);
+		stdout = orig_out;
+	}
+	if (ascii_err) {
+		fclose(ascii_err);
+		stderr = orig_err;
+	}
+	ascii_out = ascii_err = NULL;
+}
+
+void cmd_setup_output(void)
+{
+	if (render_locale_is_utf8())
+		return;
+	FILE *out = render_ascii_stream(STDOUT_FILENO, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+	FILE *err = render_ascii_stream(STDERR_FILENO, _IONBF);
+	orig_out = stdout;
+	orig_err = stderr;
+	if (out)
+		stdout = ascii_out = out;
+	if (err)
+		stderr = ascii_err = err;
+	if (out || err)
+		atexit(close_ascii_streams);
 }
 
 int cmd_write_atomic(const char *path, const char *text, size_t len, mode_t mode)

@@ -86,6 +86,18 @@ bool diag_wants_full_scan(const struct snapshot *s, const struct diagnosis *d)
 	return false;
 }
 
+const struct account_proc *diag_job_row(const struct account_gpu *g, const char *job)
+{
+	if (!job || !*job)
+		return NULL;
+	for (size_t i = 0; i < g->nprocs; i++) {
+		const struct account_proc *r = &g->procs[i];
+		if (r->in_nvml && r->info && r->info->owner.slurm_job && !strcmp(r->info->owner.slurm_job, job))
+			return r;
+	}
+	return NULL;
+}
+
 const char *diag_severity_name(enum diag_severity sev)
 {
 	switch (sev) {

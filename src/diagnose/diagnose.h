@@ -84,6 +84,12 @@ bool diag_wants_resample(const struct snapshot *s, const struct diagnosis *d);
  * caller collects again without lazy and diagnoses again. False for full snapshots. */
 bool diag_wants_full_scan(const struct snapshot *s, const struct diagnosis *d);
 
+/* The first of g's rows (largest memory first) that NVML lists with memory on g and whose process
+ * belongs to Slurm job `job` (proc_info.owner.slurm_job, from its cgroup or SLURM_JOB_ID): after
+ * the job has ended (a Slurm epilog), a process that escaped its teardown. NULL when none, or job
+ * is NULL or empty. Pure. */
+const struct account_proc *diag_job_row(const struct account_gpu *g, const char *job);
+
 /* "ok", "info", "warning", "action". */
 const char *diag_severity_name(enum diag_severity sev);
 

@@ -1,7 +1,9 @@
 /* holders: the holder engine. Walks every /proc/PID in parallel, stats each open fd (matching
  * character devices by st_rdev, other files by st_dev+st_ino), reads maps for mapping-only
- * holders, and looks into task/TID/ when a group leader has exited. Each process's reads are
- * bounded in time by a watchdog: a process in D state cannot stall the scan.
+ * holders, and looks into task/TID/ when a group leader has exited. The whole run is bounded in
+ * time by a watchdog: a process in D state cannot stall the scan, and a dozen of them cannot add
+ * their stalls up. fd/ is read first because it never takes the process's memory-map lock, while
+ * maps, status and cmdline can wait on it forever; what the fds showed survives a later stall.
  * Over 700 lines on purpose: the scan, its worker pool and the watchdog that replaces stuck
  * workers share one context and one lock; split across files, that locking would be harder to
  * check than it is to read here in one place. */
@@ -26,6 +28,8 @@
 #define GETDENTS_BUF (64 * 1024)
 #define CACHE_SLOTS 8192          /* per-worker (st_dev, st_ino) -> class cache for maps lines */
 #define MAX_EXTRA_WORKERS 64      /* replacements for workers stuck on a process */
+#define SLOW_MS 100               /* a worker this long on one process looks stuck: the watchdog
+				   * starts another so the rest of the run goes on meanwhile */
 
 /* What a target is matched by, copied out of struct target so that a worker abandoned by the
  * watchdog never touches memory the caller may free. */
@@ -41,6 +45,7 @@ struct pid_result {
 	int kind;
 	struct holder h;   /* R_HOLDER */
 	char *why;         /* R_DENIED */
+	const char *stage; /* partial R_HOLDER: the read that did not end (a static string) */
 };
 
 struct cache_slot {
@@ -57,6 +62,10 @@ struct worker {
 	_Atomic int cur_pid;          /* 0 when idle */
 	_Atomic uint64_t since;       /* when cur_pid's reads began */
 	const char *_Atomic stage;    /* which file is being read, for the timeout message */
+	size_t cur_idx;               /* cur_pid's index in c->pids; guarded by c->mu */
+	struct pid_result *partial;   /* the holds cur_pid's fds (and maps) showed so far, for the
+				       * watchdog to report if the rest never ends; guarded by c->mu */
+	bool replaced;                /* slow: another worker was started in its place; guarded by c->mu */
 	bool abandoned;               /* guarded by c->mu */
 	bool done;                    /* guarded by c->mu */
 	char *dbuf;                   /* getdents buffer */
@@ -88,6 +97,7 @@ struct ctx {
 	size_t nworkers, capworkers;
 	struct timed_out *to;
 	size_t nto, capto;
+	unsigned npartial;            /* holders reported from a partial result */
 };
 
 static int sys_getdents64(int fd, char *buf, size_t n)
@@ -346,6 +356,27 @@ static void result_free(struct pid_result *r, size_t nm)
 	free(r);
 }
 
+/* Hands the watchdog a copy of what a's holds are now, replacing the last copy: if pid's next
+ * reads stall, the holder is still reported from them. */
+static void publish_partial(struct worker *w, const struct acc *a)
+{
+	struct ctx *c = w->c;
+	struct pid_result *r = result_new(R_HOLDER);
+	r->h.holds = xcalloc(c->nm, sizeof *r->h.holds);
+	for (size_t k = 0; k < c->nm; k++) {
+		if (!a->h[k].means)
+			continue;
+		struct hold *h = &r->h.holds[r->h.nholds++];
+		*h = a->h[k];
+		h->copy_path = a->h[k].copy_path ? xstrdup(a->h[k].copy_path) : NULL;
+	}
+	pthread_mutex_lock(&c->mu);
+	struct pid_result *old = w->partial;
+	w->partial = r;
+	pthread_mutex_unlock(&c->mu);
+	result_free(old, c->nm);
+}
+
 static struct pid_result *scan_pid(struct worker *w, int pid)
 {
 	struct ctx *c = w->c;
@@ -389,6 +420,8 @@ static struct pid_result *scan_pid(struct worker *w, int pid)
 		if (st.state == 'Z' && st.nthreads > 1)
 			scan_threads(w, dfd, pid, &a);
 	} else {
+		if (a.any)
+			publish_partial(w, &a);
 		atomic_store(&w->stage, "maps");
 		scan_maps(w, dfd, "maps", 0, &a);
 	}
@@ -396,15 +429,16 @@ static struct pid_result *scan_pid(struct worker *w, int pid)
 		res = result_new(R_NOTHING);
 		goto out;
 	}
+	publish_partial(w, &a);
 	res = result_new(R_HOLDER);
-	atomic_store(&w->stage, "status/cmdline/cgroup");
+	atomic_store(&w->stage, "{status,cmdline,cgroup}");
 	if (proc_read_info(c->procfd, pid, &res->h.info) == -ESRCH) {
 		result_free(res, c->nm);
 		res = result_new(R_VANISHED);
 		goto out;
 	}
 	if (c->waits) {
-		atomic_store(&w->stage, "task/TID/wchan,stack");
+		atomic_store(&w->stage, "task/TID/{wchan,stack}");
 		proc_read_waits(dfd, &res->h.info);
 	}
 	if (c->env_name) {
@@ -430,7 +464,7 @@ out:
 static struct pid_result *info_pid(struct worker *w, int pid)
 {
 	struct ctx *c = w->c;
-	atomic_store(&w->stage, "stat/status/cmdline/cgroup");
+	atomic_store(&w->stage, "{stat,status,cmdline,cgroup}");
 	struct pid_result *res = result_new(R_HOLDER);
 	if (proc_read_info(c->procfd, pid, &res->h.info) < 0) {
 		result_free(res, c->nm);
@@ -445,7 +479,7 @@ static struct pid_result *info_pid(struct worker *w, int pid)
 			return res;
 		}
 		if (c->waits) {
-			atomic_store(&w->stage, "task/TID/wchan,stack");
+			atomic_store(&w->stage, "task/TID/{wchan,stack}");
 			proc_read_waits(dfd, &res->h.info);
 		}
 		if (c->env_name) {
@@ -465,15 +499,21 @@ static void *worker_main(void *arg)
 		size_t i = atomic_fetch_add(&c->next, 1);
 		if (i >= c->npids)
 			break;
+		pthread_mutex_lock(&c->mu);
+		w->cur_idx = i;
 		atomic_store(&w->since, now_ns());
 		atomic_store(&w->cur_pid, c->pids[i]);
+		pthread_mutex_unlock(&c->mu);
 		struct pid_result *r = c->info_only ? info_pid(w, c->pids[i]) : scan_pid(w, c->pids[i]);
 		pthread_mutex_lock(&c->mu);
 		bool abandoned = w->abandoned;
 		if (!abandoned)
 			c->res[i] = r;
+		struct pid_result *partial = w->partial;
+		w->partial = NULL;
 		atomic_store(&w->cur_pid, 0);
 		pthread_mutex_unlock(&c->mu);
+		result_free(partial, c->nm);
 		if (abandoned) {
 			/* The watchdog gave up on us and recorded this pid as timed out. */
 			result_free(r, c->nm);
@@ -604,13 +644,33 @@ static void scan_mounts(int procfd, struct holders_scan *out)
 	mounts_free(m, nm);
 }
 
+/* A holder whose reads stalled after its fds showed its holds: its facts from the files that
+ * cannot block (proc_read_brief), and a `missing` line naming the read that did not end. Returns
+ * a note saying so (malloc'ed). */
+static char *fill_partial(int procfd, int pid, struct pid_result *r, unsigned timeout_ms)
+{
+	struct proc_info *p = &r->h.info;
+	if (proc_read_brief(procfd, pid, p) < 0)
+		p->pid = pid;
+	char state = p->state ? p->state : '?';
+	const char *why = state == 'D' ? ": uninterruptible sleep" : "";
+	char *m = xasprintf("%s%sreading /proc/%d/%s took longer than %.1f s (state %c%s); found by its open fds",
+			    p->missing ? p->missing : "", p->missing ? "; " : "", pid, r->stage, timeout_ms / 1000.0, state,
+			    why);
+	free(p->missing);
+	p->missing = m;
+	return xasprintf("PID %d (%s) was found by its open fds, but reading /proc/%d/%s took longer than %.1f s "
+			 "(state %c%s): its other facts come from the files that cannot block", pid,
+			 p->comm ? p->comm : "?", pid, r->stage, timeout_ms / 1000.0, state, why);
+}
+
 /* Workers the watchdog abandoned may still be running when we return; their context stays
  * allocated (and reachable from here) until the process exits. */
 static struct ctx *graveyard[16];
 
 static unsigned opt_timeout_ms(const struct holders_opts *opts)
 {
-	return opts && opts->timeout_ms ? opts->timeout_ms : 2000;
+	return opts && opts->timeout_ms ? opts->timeout_ms : HOLDERS_DEFAULT_TIMEOUT_MS;
 }
 
 /* A context over pids[0..npids) (owned) for the targets' match data. */
@@ -641,12 +701,33 @@ static struct ctx *ctx_new(const struct holders_opts *opts, int procfd, const st
 	return c;
 }
 
-/* Runs the workers over c->pids until each pid has a result or timed out (c->to). The watchdog
- * abandons a worker stuck longer than the bound on one pid and starts a replacement. Returns true
- * when some worker was abandoned (c must then outlive us: ctx_release). */
+/* Called with c->mu held: gives up on w's process. What its fds showed becomes its result (a
+ * partial holder); without that, its pid is recorded as timed out. */
+static void worker_abandon(struct ctx *c, struct worker *w, int pid)
+{
+	w->abandoned = true;
+	c->running--;
+	pthread_detach(w->th);
+	if (w->partial) {
+		w->partial->stage = atomic_load(&w->stage);
+		c->res[w->cur_idx] = w->partial;
+		w->partial = NULL;
+		c->npartial++;
+		return;
+	}
+	xgrow(&c->to, &c->capto, c->nto + 1, sizeof *c->to);
+	c->to[c->nto++] = (struct timed_out){.pid = pid, .stage = atomic_load(&w->stage)};
+}
+
+/* Runs the workers over c->pids until each pid has a result or timed out (c->to). A worker busy
+ * on one pid for SLOW_MS gets a replacement, so stuck processes stall side by side, not one after
+ * another; at the run's deadline (or after the bound on one pid) the watchdog abandons it.
+ * Returns true when some worker was abandoned (c must then outlive us: ctx_release). */
 static bool ctx_run(struct ctx *c, const struct holders_opts *opts)
 {
 	unsigned timeout_ms = opt_timeout_ms(opts);
+	uint64_t bound_ns = (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = opts && opts->deadline_ns ? opts->deadline_ns : now_ns() + bound_ns;
 	unsigned nthreads = opts && opts->threads ? opts->threads : 0;
 	if (!nthreads) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -671,13 +752,14 @@ static bool ctx_run(struct ctx *c, const struct holders_opts *opts)
 			int pid = atomic_load(&w->cur_pid);
 			if (w->abandoned || w->done || !pid)
 				continue;
-			if (now - atomic_load(&w->since) < (uint64_t)timeout_ms * 1000000u)
+			uint64_t busy = now - atomic_load(&w->since);
+			if (busy < (uint64_t)SLOW_MS * 1000000u)
 				continue;
-			w->abandoned = true;
-			c->running--;
-			pthread_detach(w->th);
-			xgrow(&c->to, &c->capto, c->nto + 1, sizeof *c->to);
-			c->to[c->nto++] = (struct timed_out){.pid = pid, .stage = atomic_load(&w->stage)};
+			if (busy >= bound_ns || now >= deadline)
+				worker_abandon(c, w, pid);
+			if (w->replaced)
+				continue;
+			w->replaced = true;
 			if (extra < MAX_EXTRA_WORKERS && atomic_load(&c->next) < c->npids && worker_start(c))
 				extra++;
 		}
@@ -757,6 +839,8 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 		if (!r)
 			continue;   /* timed out (recorded below) or never reached */
 		out->nscanned++;
+		if (r->stage)
+			add_note(out, fill_partial(procfd, c->pids[i], r, timeout_ms));
 		if (r->kind == R_VANISHED)
 			out->nvanished++;
 		else if (r->kind == R_DENIED) {
@@ -771,6 +855,7 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 		c->res[i] = NULL;
 	}
 	size_t unreached = c->npids - out->nscanned - c->nto;
+	out->npartial = c->npartial;
 	for (size_t i = 0; i < c->nto; i++) {
 		char st = read_state_of(procfd, c->to[i].pid);
 		add_unseen(&out->timed_out, &out->ntimed_out, c->to[i].pid, read_comm_of(procfd, c->to[i].pid),

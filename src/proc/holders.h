@@ -10,7 +10,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+/* The time bound on a run of the holder engine when holders_opts.timeout_ms is 0. */
+#define HOLDERS_DEFAULT_TIMEOUT_MS 2000
 
 /* How a process holds a target (bits). */
 enum {
@@ -56,8 +60,11 @@ struct holders_scan {
 	size_t nmounts;
 	struct unseen *denied;    /* could not be inspected: EACCES/EPERM, hidepid */
 	size_t ndenied;
-	struct unseen *timed_out; /* skipped: a read took longer than the per-process bound */
+	struct unseen *timed_out; /* skipped: its reads did not end within the run's bound, before
+				   * its fds showed a hold */
 	size_t ntimed_out;
+	unsigned npartial;        /* holders found by their fds whose other reads (maps, status,
+				   * cmdline) did not end in time: info.missing says which */
 	unsigned nscanned;        /* processes looked at */
 	bool limited;             /* only holders_opts.pids were looked at, not every process: a
 				   * process missing from holders may still hold a target */
@@ -69,7 +76,14 @@ struct holders_scan {
 struct holders_opts {
 	const char *proc_root;    /* "/proc" unless testing */
 	unsigned threads;         /* 0: one per online CPU, at most 8 */
-	unsigned timeout_ms;      /* bound on one process's reads; 0: 2000 */
+	unsigned timeout_ms;      /* bound on the whole run, not on each process: a process whose
+				   * reads are not done by then is skipped (timed_out), or, when its
+				   * fds already showed it holds a target, reported as a holder with
+				   * what could not be read in info.missing; 0:
+				   * HOLDERS_DEFAULT_TIMEOUT_MS */
+	uint64_t deadline_ns;     /* now_ns() time at which the run ends instead, so that several
+				   * calls share one bound (snapshot collection); 0: timeout_ms after
+				   * the call starts */
 	bool waits;               /* also read each holder's wchan and threads' driver waits
 				   * (proc_read_waits): snapshot collection */
 	const int *pids;          /* holders_scan only: scan just these PIDs (free's re-check right
@@ -86,7 +100,7 @@ struct holders_opts {
 int holders_scan(const struct holders_opts *opts, struct target *targets, size_t n, struct holders_scan *out);
 
 /* Reads the facts of pids[0..n) (proc_read_info, and proc_read_waits with opts->waits) in
- * parallel under the same per-process time bound as holders_scan: for processes that matter but
+ * parallel under the same time bound as holders_scan: for processes that matter but
  * hold no target (launchers, NVML-listed PIDs), whose cmdline can block like anyone's. Stores in
  * *out (malloc'ed, *nout entries, in the order of pids) the processes that exist; one whose reads
  * timed out gets what cannot block (proc_read_brief) and a `missing` line, also pushed to *notes.

@@ -398,8 +398,8 @@ json_t *render_holders_json(const struct holders_scan *s)
 	json_t *notes = json_array();
 	for (size_t i = 0; i < s->nnotes; i++)
 		json_array_append_new(notes, json_str_or_null(s->notes[i]));
-	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:o}", "schema_version", 1, "targets", targets,
+	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:o}", "schema_version", 1, "targets", targets,
 			 "holders", holders, "mounts", mounts, "not_inspected", unseen_json(s->denied, s->ndenied),
-			 "timed_out", unseen_json(s->timed_out, s->ntimed_out), "scanned", (int)s->nscanned, "vanished",
-			 (int)s->nvanished, "notes", notes);
+			 "timed_out", unseen_json(s->timed_out, s->ntimed_out), "partial", (int)s->npartial, "scanned",
+			 (int)s->nscanned, "vanished", (int)s->nvanished, "notes", notes);
 }

@@ -293,6 +293,11 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 		sho.pids = nvpids;
 		sho.npids = nnvpids;
 	}
+	/* One time bound for every round of reads below (holders, then the processes around them):
+	 * stuck processes cost it once, not once per round. Set here, after a lazy collection's NVML
+	 * (which takes seconds per GPU without persistence mode), so that NVML does not eat it. */
+	ho.deadline_ns = now_ns() + (uint64_t)(ho.timeout_ms ? ho.timeout_ms : HOLDERS_DEFAULT_TIMEOUT_MS) * 1000000u;
+	sho.deadline_ns = ho.deadline_ns;
 	holders_scan(&sho, all, nnv + nsh, &full);
 	free(nvpids);
 	if (note)

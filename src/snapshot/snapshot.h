@@ -73,7 +73,8 @@ struct snapshot_opts {
 	const char *nvml_path;       /* --nvml; NULL: default */
 	bool no_nvml;                /* --no-nvml */
 	double resample_s;           /* > 0: sample GPU memory again after this long (why uses 0.5) */
-	unsigned timeout_ms;         /* per-process bound for the holder engine; 0: default */
+	unsigned timeout_ms;         /* the holder engine's bound on all of collection's /proc reads
+				      * together (holders_opts.timeout_ms); 0: default */
 	bool lazy;                   /* NVML first, then the holder engine over NVML's PIDs only (and
 				      * the processes around them), no /dev/shm: for check and
 				      * metrics, which run after every job. The snapshot says so

@@ -6,6 +6,9 @@ set -u
 : "${GPUWHO:?run through tests/run or make check}"
 : "${TESTBIN:?}"
 HOLD="$TESTBIN/holder"
+# gpuwho writes ASCII stand-ins for its few non-ASCII signs outside a UTF-8 locale (render/ascii.c);
+# tests expect the UTF-8 texts unless they set another locale for one command.
+export LC_ALL=C.UTF-8
 
 # Starts a command in the background, remembers its pid in $! and for teardown.
 spawn() {

@@ -149,23 +149,30 @@ test_processes_starting_and_exiting_during_the_scan_cause_no_error() {
 	return 0
 }
 
-test_a_process_whose_proc_files_block_is_skipped_within_the_bound() {
-	# A stand-in /proc whose PID 4242 has a maps file that blocks on open (a FIFO nobody writes),
-	# like the maps of a process stuck in D state. The scan must go on and say what it skipped.
-	mkdir -p "$TMP/proc/4242/fd" "$TMP/proc/4243/fd"
+test_a_process_whose_maps_blocks_is_named_from_its_fds_or_skipped_within_the_bound() {
+	# A stand-in /proc whose PIDs 4242 and 4244 have a maps file that blocks on open (a FIFO nobody
+	# writes), like the maps of a process stuck in D state. 4242 holds the file by fd: its fds,
+	# read first, name it. 4244 holds something else by fd, so only its maps could have told:
+	# it is skipped, and said so. The scan goes on meanwhile (4243).
+	mkdir -p "$TMP/proc/4242/fd" "$TMP/proc/4243/fd" "$TMP/proc/4244/fd"
 	echo hello >"$TMP/file"
 	ln -s "$TMP/file" "$TMP/proc/4242/fd/3"
 	ln -s "$TMP/file" "$TMP/proc/4243/fd/3"
-	mkfifo "$TMP/proc/4242/maps"
+	ln -s /dev/null "$TMP/proc/4244/fd/3"
+	mkfifo "$TMP/proc/4242/maps" "$TMP/proc/4244/maps"
 	: >"$TMP/proc/4243/maps"
 	printf '4243 (ok) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n' >"$TMP/proc/4243/stat"
 	printf '4242 (stuck) D 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n' >"$TMP/proc/4242/stat"
+	printf '4244 (other) D 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n' >"$TMP/proc/4244/stat"
 	echo stuck >"$TMP/proc/4242/comm"
+	echo other >"$TMP/proc/4244/comm"
 	start=$(date +%s%N)
 	out=$(GPUWHO_PROC_ROOT="$TMP/proc" timeout 20 "$GPUWHO" holders --timeout 0.5 "$TMP/file") || fail "exit $?"
 	ms=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ "$ms" -lt 5000 ] || fail "took $ms ms"
-	expect_has "$out" "skipped PID 4242 (stuck): reading /proc/4242/maps took longer than 0.5 s (state D: uninterruptible sleep)"
+	grep -qE "^4242 +1 .* D .*\(fd\) \[stuck\]" <<<"$out" || fail "4242 not listed as a holder: $out"
+	expect_has "$out" "note: PID 4242 (stuck) was found by its open fds, but reading /proc/4242/maps took longer than 0.5 s (state D: uninterruptible sleep)"
+	expect_has "$out" "skipped PID 4244 (other): reading /proc/4244/maps took longer than 0.5 s (state D: uninterruptible sleep)"
 	expect_has "$out" "4243"
 }
 
