@@ -2,6 +2,7 @@
 #include "render/metrics.h"
 #include "diagnose/gauges.h"
 #include "escape.h"
+#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -170,9 +171,9 @@ static void findings_series(FILE *f, const struct diagnosis *d)
 {
 	family(f, "gpuwho_findings", "Current findings of gpuwho why, by verdict, severity and GPU (gpu=\"\": host-wide).");
 	/* Count equal (verdict, severity, gpu) together: one sample per label set. */
-	bool *done = calloc(d->nfindings + 1, sizeof *done);
+	bool *done = xcalloc(d->nfindings + 1, sizeof *done);
 	for (size_t i = 0; i < d->nfindings; i++) {
-		if (done && done[i])
+		if (done[i])
 			continue;
 		const struct finding *a = &d->findings[i];
 		unsigned n = 0;
@@ -180,8 +181,7 @@ static void findings_series(FILE *f, const struct diagnosis *d)
 			const struct finding *b = &d->findings[k];
 			if (b->slot == a->slot && b->severity == a->severity && !strcmp(b->verdict, a->verdict)) {
 				n++;
-				if (done)
-					done[k] = true;
+				done[k] = true;
 			}
 		}
 		char gl[32];
