@@ -23,7 +23,10 @@ static const struct command commands[] = {
 	{"free", cmd_free, "safe cleanup of GPUs: the plan (dry run) unless --yes; verifies the memory came back"},
 	{"holders", cmd_holders, "who holds these files (default: every NVIDIA device node): a better fuser"},
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
+	{"check", cmd_check, "health check for schedulers (Slurm epilog, NHC): silent and 0 when clean, one line per bad GPU"},
 	{"snapshot", cmd_snapshot, "everything collected, as one JSON file (replay it with --from FILE)"},
+	{"metrics", cmd_metrics, "Prometheus text of the GPUs' memory and findings (node_exporter textfile collector)"},
+	{"serve", cmd_serve, "the same over HTTP for Prometheus (/metrics, /healthz), loopback by default"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

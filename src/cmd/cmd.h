@@ -20,5 +20,8 @@ int cmd_plan(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_free(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -20,7 +20,7 @@ void diagnose(const struct snapshot *s, struct diagnosis *out)
 {
 	memset(out, 0, sizeof *out);
 	account_from_snapshot(s, &out->acct);
-	out->uncertain = s->scan.ndenied || s->scan.ntimed_out;
+	out->uncertain = s->scan.ndenied || s->scan.ntimed_out || s->scan.limited;
 	struct ctx c = {.s = s, .d = out};
 	for (size_t i = 0; i < out->acct.ngpus; i++)
 		diag_gpu(&c, &out->acct.gpus[i]);
@@ -61,6 +61,41 @@ bool diag_wants_resample(const struct snapshot *s, const struct diagnosis *d)
 		if (!strcmp(d->findings[i].verdict, "driver_leak"))
 			return true;
 	return false;
+}
+
+bool diag_wants_full_scan(const struct snapshot *s, const struct diagnosis *d)
+{
+	if (!s->scan.limited)
+		return false;
+	if (!d->acct.nvml_ok)
+		return true;
+	for (size_t i = 0; i < d->acct.ngpus; i++) {
+		const struct account_gpu *g = &d->acct.gpus[i];
+		/* What NVML cannot tell (its process list, the memory) the fd walk must. */
+		if (!g->procs_known || !g->unattributed_known || g->nunknown)
+			return true;
+		if (g->unattributed_bytes >= DIAG_UNHELD_MIN_BYTES)
+			return true;
+		for (size_t k = 0; k < g->nprocs; k++) {
+			enum account_kind kd = g->procs[k].kind;
+			/* An exited PID's memory lives on in whoever inherited its files: only the walk finds them. */
+			if (kd == ACCOUNT_EXITED || kd == ACCOUNT_OUTSIDE)
+				return true;
+		}
+	}
+	return false;
+}
+
+const struct account_proc *diag_job_row(const struct account_gpu *g, const char *job)
+{
+	if (!job || !*job)
+		return NULL;
+	for (size_t i = 0; i < g->nprocs; i++) {
+		const struct account_proc *r = &g->procs[i];
+		if (r->in_nvml && r->info && r->info->owner.slurm_job && !strcmp(r->info->owner.slurm_job, job))
+			return r;
+	}
+	return NULL;
 }
 
 const char *diag_severity_name(enum diag_severity sev)

@@ -78,6 +78,18 @@ void diag_free(struct diagnosis *d);
  * (snapshot_resample) and diagnose again. A healthy GPU never needs it. */
 bool diag_wants_resample(const struct snapshot *s, const struct diagnosis *d);
 
+/* True when s's fd walk was limited (snapshot_opts.lazy) and the diagnosis needs the full walk:
+ * NVML shows memory it cannot tie to a live listed process (an exited PID, memory with no row
+ * above DIAG_UNHELD_MIN_BYTES, rows of unknown size), or could not list a GPU's processes. The
+ * caller collects again without lazy and diagnoses again. False for full snapshots. */
+bool diag_wants_full_scan(const struct snapshot *s, const struct diagnosis *d);
+
+/* The first of g's rows (largest memory first) that NVML lists with memory on g and whose process
+ * belongs to Slurm job `job` (proc_info.owner.slurm_job, from its cgroup or SLURM_JOB_ID): after
+ * the job has ended (a Slurm epilog), a process that escaped its teardown. NULL when none, or job
+ * is NULL or empty. Pure. */
+const struct account_proc *diag_job_row(const struct account_gpu *g, const char *job);
+
 /* "ok", "info", "warning", "action". */
 const char *diag_severity_name(enum diag_severity sev);
 

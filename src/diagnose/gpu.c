@@ -11,6 +11,11 @@
 static void ev_uncertain(struct ctx *c, struct finding *f)
 {
 	const struct holders_scan *sc = &c->s->scan;
+	if (sc->limited) {
+		f->uncertain = true;
+		diag_ev(f, "uncertain: only the processes NVML lists were looked at (a lazy collection), not every process "
+			"— another may hold this GPU");
+	}
 	if (!sc->ndenied && !sc->ntimed_out)
 		return;
 	f->uncertain = true;
@@ -569,7 +574,7 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 		free(sel);
 		return;
 	}
-	bool uncertain = s->scan.ndenied || s->scan.ntimed_out;
+	bool uncertain = s->scan.ndenied || s->scan.ntimed_out || s->scan.limited;
 	struct finding *f;
 	if (nmem)
 		f = diag_add_finding(c, "driver_leak", DIAG_WARNING, g,
@@ -590,11 +595,12 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 			diag_ev(f, "NVML lists PID %d with %s; it has exited and no process holds its device files", r->pid,
 				r->used_known ? fmt_mib(b, sizeof b, r->used_bytes) : "memory of unknown size");
 	}
-	if (nmem)
+	/* A limited walk looked at NVML's PIDs only: ev_uncertain says so instead. */
+	if (nmem && !s->scan.limited)
 		diag_ev(f, "this /proc is the host's PID namespace, so every process on the host was looked at (%u scanned); "
 			"the %zu that hold memory on %s account for the rest", s->scan.nscanned, nmem,
 			g->target ? g->target->path : "the GPU");
-	else
+	else if (!s->scan.limited)
 		diag_ev(f, "this /proc is the host's PID namespace, so every process on the host was looked at (%u scanned); "
 			"none holds %s with memory", s->scan.nscanned, g->target ? g->target->path : "the GPU");
 	diag_ev(f, "threshold: more than %llu MiB with no holder (NVML's used excludes the driver's reserve; one CUDA "

@@ -110,11 +110,24 @@ static char *proc_name(const struct proc_info *p)
 	return xstrdup(comm);
 }
 
-/* "PID 4121 (python3)". */
+/* "PID 4121 (python3)", with its owner when one is known: "PID 4121 (python3, job 4242 of user
+ * alice)", "PID 4121 (python3, pod ml/trainer-0)". A bare systemd unit is left out: every process
+ * has one, and it says little about whose the memory is. */
 char *diag_pdesc(const struct proc_info *p)
 {
 	char *n = proc_name(p);
-	char *s = xasprintf("PID %d (%s)", p->pid, n);
+	char *s;
+	const struct owner *w = &p->owner;
+	if (w->slurm_job)
+		s = xasprintf("PID %d (%s, job %s of user %s)", p->pid, n, w->slurm_job, p->user ? p->user : "?");
+	else if (w->pod_name || p->container.pod_uid || w->container_name || p->container.id) {
+		struct owner no_unit = *w;
+		no_unit.unit = NULL;
+		char *l = owner_label(&no_unit, &p->container);
+		s = xasprintf("PID %d (%s, %s)", p->pid, n, l);
+		free(l);
+	} else
+		s = xasprintf("PID %d (%s)", p->pid, n);
 	free(n);
 	return s;
 }

@@ -81,7 +81,7 @@ struct ctx {
 	int procfd;
 	bool info_only;               /* holders_read_procs: read each pid's facts, scan nothing */
 	bool waits;                   /* also proc_read_waits for each process read in full */
-	char *env_name;               /* holders_read_procs: also proc_read_environ (owned: an abandoned
+	char *env_name;               /* also proc_read_environ of each holder and process read (owned: an abandoned
 				       * worker may still read it after the call returns) */
 	struct match *m;
 	size_t nm;
@@ -440,6 +440,10 @@ static struct pid_result *scan_pid(struct worker *w, int pid)
 	if (c->waits) {
 		atomic_store(&w->stage, "task/TID/{wchan,stack}");
 		proc_read_waits(dfd, &res->h.info);
+	}
+	if (c->env_name) {
+		atomic_store(&w->stage, "environ");
+		res->h.info.env_err = proc_read_environ(dfd, c->env_name, &res->h.info);
 	}
 	res->h.holds = xcalloc(c->nm, sizeof *res->h.holds);
 	for (size_t k = 0; k < c->nm; k++) {
@@ -819,6 +823,7 @@ int holders_scan(const struct holders_opts *opts, struct target *targets, size_t
 	size_t npids;
 	int *pids;
 	if (opts && opts->pids) {
+		out->limited = true;
 		npids = opts->npids;
 		pids = xmalloc((npids + 1) * sizeof *pids);
 		memcpy(pids, opts->pids, npids * sizeof *pids);

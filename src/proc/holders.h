@@ -66,6 +66,8 @@ struct holders_scan {
 	unsigned npartial;        /* holders found by their fds whose other reads (maps, status,
 				   * cmdline) did not end in time: info.missing says which */
 	unsigned nscanned;        /* processes looked at */
+	bool limited;             /* only holders_opts.pids were looked at, not every process: a
+				   * process missing from holders may still hold a target */
 	unsigned nvanished;       /* exited while we looked (normal) */
 	char **notes;             /* things that could not be seen and why, one line each */
 	size_t nnotes;
@@ -87,8 +89,9 @@ struct holders_opts {
 	const int *pids;          /* holders_scan only: scan just these PIDs (free's re-check right
 				   * before its signals), not every /proc entry; NULL: all */
 	size_t npids;
-	const char *env_name;     /* holders_read_procs only: also read this variable of each
-				   * process's environment (proc_read_environ), under the same bound */
+	const char *env_name;     /* also read this variable of each holder's and each read
+				   * process's environment (proc_read_environ), under the same bound:
+				   * plan --pid's CUDA_VISIBLE_DEVICES, the snapshot's SLURM_JOB_ID */
 };
 
 /* Scans every process under opts->proc_root for the holders of targets[0..n). Takes ownership of

@@ -261,7 +261,10 @@ int proc_read_cgroup(int piddir, struct proc_info *p)
 	int r = readfile_at(piddir, "cgroup", &buf, NULL, 64 * 1024);
 	if (r < 0)
 		return r;
-	/* Lines "hierarchy-ID:controllers:path"; the v2 line is "0::path". Prefer it, else the first. */
+	owner_free(&p->owner);
+	owner_from_cgroup_text(buf, &p->owner);
+	/* Lines "hierarchy-ID:controllers:path"; the v2 line is "0::path". Prefer it, else the first
+	 * that is not the root. */
 	char *best = NULL;
 	for (char *line = buf; line && *line;) {
 		char *nl = strchr(line, '\n');
@@ -269,9 +272,11 @@ int proc_read_cgroup(int piddir, struct proc_info *p)
 			*nl = '\0';
 		char *c1 = strchr(line, ':');
 		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (c2 && (!best || str_starts(line, "0::")))
+		/* On a hybrid host (v1 controllers beside an empty v2 tree) the v2 line reads "0::/"
+		 * while the v1 lines name the container: a root path is the last resort. */
+		if (c2 && (!best || (str_starts(line, "0::") && strcmp(c2 + 1, "/")) || (!strcmp(best, "/") && strcmp(c2 + 1, "/"))))
 			best = c2 + 1;
-		if (c2 && str_starts(line, "0::"))
+		if (c2 && str_starts(line, "0::") && strcmp(c2 + 1, "/"))
 			break;
 		line = nl ? nl + 1 : NULL;
 	}
@@ -640,6 +645,7 @@ void proc_info_free(struct proc_info *p)
 	free(p->driver_wait);
 	free(p->env_value);
 	proc_container_free(&p->container);
+	owner_free(&p->owner);
 	memset(p, 0, sizeof *p);
 }
 

@@ -7,6 +7,8 @@
 #ifndef GPUWHO_PROC_PROC_H
 #define GPUWHO_PROC_PROC_H
 
+#include "proc/owner.h"
+
 #include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,6 +43,8 @@ struct proc_info {
 	size_t cmdline_len;
 	char *cgroup;             /* the v2 (or first) cgroup path, raw */
 	struct container container;
+	struct owner owner;       /* Slurm job, pod, container name, unit (proc/owner.h): from the cgroup
+				   * file here; SLURM_JOB_ID and the names filled in by collection */
 	char *missing;            /* what could not be read, e.g. "cmdline (permission denied)"; NULL: nothing */
 	/* Filled by snapshot collection (proc_read_waits, proc_read_status), for the diagnosis: */
 	char *wchan;              /* /proc/PID/wchan of the leader: the kernel function it sleeps in; NULL
@@ -77,7 +81,8 @@ int proc_read_cmdline(int piddir, struct proc_info *p);
  * so it can block like cmdline: callers bound it. Returns 0 or -errno (EACCES: another user's). */
 int proc_read_environ(int piddir, const char *name, struct proc_info *p);
 
-/* Reads /proc/PID/cgroup and names the container. Returns 0 or -errno. */
+/* Reads /proc/PID/cgroup, names the container and the owner (owner_from_cgroup_text: Slurm job
+ * and step, systemd unit). Returns 0 or -errno. */
 int proc_read_cgroup(int piddir, struct proc_info *p);
 
 /* Opens /proc/PID/task for listing the threads (readdir; dirfd for openat). NULL with errno set

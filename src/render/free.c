@@ -73,6 +73,12 @@ static void proc_line(FILE *f, const struct free_proc *fp, const struct render_o
 	char *cmd = fp->info ? proc_cmdline_joined(fp->info) : xstrdup("(not in this PID namespace)");
 	int n = fprintf(f, "  %s%-7d%s %-8s %c  %-11s ", render_col(o, C_BOLD), fp->pid, render_col(o, C_OFF), user, state, mem);
 	n -= (int)(strlen(render_col(o, C_BOLD)) + strlen(render_col(o, C_OFF)));
+	char *owner = render_owner(fp->info);
+	if (owner) {
+		/* Whose it is (a job, a pod) before what it runs: the owner is whom to ask first. */
+		n += fprintf(f, "[%s] ", owner);
+		free(owner);
+	}
 	if (fp->role == FREE_ROLE_EXITED)
 		fputs("(exited)\n", f);
 	else

@@ -1,4 +1,5 @@
 /* render/proc: one process and one target as every report shows them (holders, ps, free). */
+#include "escape.h"
 #include "json.h"
 #include "render/render.h"
 #include "util.h"
@@ -41,5 +42,34 @@ json_t *render_proc_json(const struct proc_info *p)
 					      "pinned_bytes", json_u64(p->vm_pin_kb * 1024), "locked_bytes",
 					      json_u64(p->vm_lck_kb * 1024)));
 	json_put(o, "sid", p->sid ? json_integer(p->sid) : json_null());
+	json_put(o, "owner", render_owner_json(p));
 	return o;
+}
+
+json_t *render_owner_json(const struct proc_info *p)
+{
+	const struct owner *w = &p->owner;
+	if (owner_empty(w))
+		return json_null();
+	char *label = owner_label(w, &p->container);
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "label", json_str_or_null(label), "slurm_job",
+			      json_str_or_null(w->slurm_job), "slurm_step", json_str_or_null(w->slurm_step), "slurm_source",
+			      json_str_or_null(w->slurm_source), "pod_namespace", json_str_or_null(w->pod_namespace), "pod_name",
+			      json_str_or_null(w->pod_name), "container_name", json_str_or_null(w->container_name), "unit",
+			      json_str_or_null(w->unit));
+	free(label);
+	return o;
+}
+
+char *render_owner(const struct proc_info *p)
+{
+	if (!p)
+		return NULL;
+	char *l = owner_label(&p->owner, &p->container);
+	if (!l)
+		return NULL;
+	/* Pod, container and unit names come from users and cgroup names. */
+	char *e = escape_term(l, strlen(l));
+	free(l);
+	return e;
 }

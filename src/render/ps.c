@@ -92,13 +92,17 @@ static const char *mem_cell(const struct account_proc *r, char *buf, size_t n)
 }
 
 /* Columns a UTF-8 byte run takes: one per character (continuation bytes take none). */
-/* A short container cell: "docker 1a2b3c4d", plus " pid N" (its PID inside) when it lives in a
+/* The OWNER cell: the owner's label ("job 4242 step 0", "pod ns/name", "container vllm", "unit
+ * x.service"), else a short container cell: "docker 1a2b3c4d", plus " pid N" (its PID inside) when it lives in a
  * nested PID namespace; "ns pid N" for a nested namespace without a container runtime; "-". */
 static char *container_cell(const struct proc_info *p)
 {
 	const struct container *c = p ? &p->container : NULL;
 	char *base;
-	if (!c || !c->runtime)
+	char *owner = p ? owner_label(&p->owner, c) : NULL;
+	if (owner)
+		base = owner;   /* the job, pod, container name or unit: the most specific known */
+	else if (!c || !c->runtime)
 		base = xstrdup(p && p->nnspid > 1 ? "ns" : "-");
 	else if (c->pod_uid)
 		base = xasprintf("k8s %.8s", c->pod_uid);
@@ -237,7 +241,7 @@ static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders
 		wcont = 24;
 	fprintf(f, "%s  %7s %-8s %-5s %11s %9s  ", render_col(o, C_DIM), "PID", "USER", "STATE", "MEMORY", "HOST");
 	if (any_cont)
-		fprintf(f, "%-*s ", wcont, "CONTAINER");
+		fprintf(f, "%-*s ", wcont, "OWNER");
 	fprintf(f, "COMMAND%s\n", render_col(o, C_OFF));
 	unsigned seen = 0;   /* kinds present, for the legend */
 	for (size_t i = 0; i < g->nprocs; i++) {
@@ -474,6 +478,8 @@ json_t *render_ps_json(const struct account *a, const bool *sel, const struct nv
 	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
 		json_object_set(root, keep[i], json_object_get(hj, keep[i]));
 	json_decref(hj);
+	/* A lazy snapshot (check's) looked only at NVML's PIDs: device-only holders may be missing. */
+	json_put(root, "scan_limited", json_boolean(s->limited));
 	if (nv)
 		json_object_set_new(root, "nvml", nvml_info_to_json(nv));
 	return root;

@@ -68,8 +68,55 @@ json_t *render_holders_json(const struct holders_scan *s);
  * docs/json.md "holders"); never NULL. */
 json_t *render_proc_json(const struct proc_info *p);
 
+/* The owner object of a process for --json (docs/json.md "owner": label, Slurm job and step, pod,
+ * container name, unit), or JSON null when nothing is known. New reference. */
+json_t *render_owner_json(const struct proc_info *p);
+
+/* owner_label of p, escaped for a terminal ("job 4242 step 0", "pod ns/name", "container vllm",
+ * "unit x.service"); NULL when nothing is known or p is NULL. Malloc'ed. */
+char *render_owner(const struct proc_info *p);
+
 struct account;
 struct nvml_info;
+struct diagnosis;
+struct finding;
+struct snapshot;
+struct account_proc;
+
+/* One selected GPU of `gpuwho check`, as cmd/check.c judged it. */
+struct check_gpu {
+	size_t slot;                        /* index into d->acct.gpus */
+	const struct finding *finding;      /* the GPU's worst finding (NULL: none) */
+	const struct account_proc *job_row; /* a live process of the ended job with memory here, or NULL */
+	bool bad;                           /* fails the check */
+};
+
+/* What `gpuwho check` found, for its renderers. */
+struct check_report {
+	const struct snapshot *s;
+	const struct diagnosis *d;
+	struct check_gpu *gpus;             /* the selected GPUs, in account order */
+	size_t ngpus;
+	const char *selected_by;            /* "arguments", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
+					     * "CUDA_VISIBLE_DEVICES" or "all" */
+	const char *ended_job;              /* --ended-job (or the epilog's SLURM_JOB_ID); NULL */
+	bool host;                          /* --host: host-wide findings are reported (never failed on) */
+	bool inspected;                     /* NVML answered */
+	const char *error;                  /* why nothing could be inspected, or NULL */
+	double waited_s;                    /* how long --wait polled */
+};
+
+/* The one line for a failing GPU: "gpu 1: 96,413 MiB held by PID 1234 (python, job 4242 of user
+ * alice), a <defunct> process whose threads still run - gpuwho why 1", at most 200 bytes, escaped
+ * (no control or bidi bytes). Malloc'ed. */
+char *render_check_line(const struct check_report *r, const struct check_gpu *g);
+
+/* Prints one line per failing GPU, and with r->host one "host: ..." line per host-wide warning or
+ * action; nothing when all is well. */
+void render_check_text(FILE *f, const struct check_report *r);
+
+/* `gpuwho check --json` (docs/json.md, "check"). New reference; never NULL. */
+json_t *render_check_json(const struct check_report *r);
 
 /* Prints `gpuwho ps`: a headline per GPU (used/total, unattributed), then its processes by memory,
  * then what could not be seen. sel[i] says whether a->gpus[i] is shown (NULL: all, plus the holders

@@ -158,6 +158,30 @@ static void collect_others(struct snapshot *s, const struct holders_opts *ho, st
 	free(want);
 }
 
+/* Completes one process's owner: the Slurm job from SLURM_JOB_ID when its cgroup named none, the
+ * pod's namespace and name, docker's name for its container. */
+static void owner_complete(struct proc_info *p)
+{
+	owner_from_slurm_env(p->env_value, &p->owner);
+	free(p->env_value);   /* read for the owner only; not part of the snapshot */
+	p->env_value = NULL;
+	p->env_err = 0;
+	if (p->container.pod_uid && !p->owner.pod_name)
+		owner_lookup_pod(owner_pods_dir(), p->container.pod_uid, &p->owner.pod_namespace, &p->owner.pod_name);
+	if (p->container.id && !p->container.pod_uid && p->container.runtime &&
+	    !strcmp(p->container.runtime, "docker") && !p->owner.container_name)
+		owner_lookup_docker(owner_docker_dir(), p->container.id, &p->owner.container_name);
+}
+
+/* Owners of the holders and the processes around them (owner_complete). */
+static void collect_owners(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->scan.nholders; i++)
+		owner_complete(&s->scan.holders[i].info);
+	for (size_t i = 0; i < s->nothers; i++)
+		owner_complete(&s->others[i]);
+}
+
 /* gpuwho's own ancestors, from stat alone (cannot block). */
 static void collect_self(struct snapshot *s, int procfd)
 {
@@ -207,22 +231,54 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 	s->taken_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 
 	const char *proc_root = holders_proc_root();
-	struct holders_opts ho = {.proc_root = proc_root, .timeout_ms = o ? o->timeout_ms : 0, .waits = true};
-	/* One time bound for every round of reads below (holders, then the processes around them):
-	 * stuck processes cost it once, not once per round. */
-	ho.deadline_ns = now_ns() + (uint64_t)(ho.timeout_ms ? ho.timeout_ms : HOLDERS_DEFAULT_TIMEOUT_MS) * 1000000u;
+	/* SLURM_JOB_ID names the job of a process that Slurm did not put in a job cgroup
+	 * (proctrack/linuxproc, or a process that escaped it): read under the engine's bound. */
+	struct holders_opts ho = {.proc_root = proc_root, .timeout_ms = o ? o->timeout_ms : 0, .waits = true,
+				  .env_name = "SLURM_JOB_ID"};
 	int procfd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	s->host_pidns = procfd >= 0 && proc_pidns_is_host(procfd);
 
-	/* One pass over /proc for the NVIDIA nodes and the /dev/shm segments together. */
+	/* Lazy: NVML first, so that the fd walk can be limited to the PIDs it lists. Only where NVML's
+	 * PIDs are this /proc's (the host's PID namespace) and NVML answered; else the full walk. */
+	bool nvml_first = o && o->lazy && !o->no_nvml && s->host_pidns;
+	if (nvml_first) {
+		s->nvml_asked = true;
+		s->nvml_mono_ns = now_ns();
+		nvml_collect(o->nvml_path, &s->nvml);
+		if (!s->nvml.loaded)
+			strv_push(&s->notes, &s->nnotes, xstrdup("lazy collection fell back to the full walk: NVML did not answer"));
+	}
+	bool lazy = nvml_first && s->nvml.loaded;
+	int *nvpids = NULL;
+	size_t nnvpids = 0, capnv = 0;
+	if (lazy) {
+		for (size_t g = 0; g < s->nvml.ngpus; g++)
+			for (size_t i = 0; i < s->nvml.gpus[g].nprocs; i++) {
+				int pid = (int)s->nvml.gpus[g].procs[i].pid;
+				if (pid > 0 && pid < SNAPSHOT_PID_MAX && !pid_in(nvpids, nnvpids, pid))
+					push_pid(&nvpids, &nnvpids, &capnv, pid);
+			}
+		if (nnvpids > 1)
+			qsort(nvpids, nnvpids, sizeof *nvpids, cmp_int);
+		/* A non-NULL pids with npids 0 scans nobody: a healthy idle node costs no fd walk. */
+		if (!nvpids)
+			nvpids = xmalloc(sizeof *nvpids);
+	}
+
+	/* One pass over /proc for the NVIDIA nodes and the /dev/shm segments together. The lazy
+	 * collection leaves /dev/shm out: segments are judged only by who holds them, which needs
+	 * every process's maps. */
 	size_t nnv = 0, nsh = 0;
 	char *note = NULL;
 	struct target *nv = devices_discover(proc_root, holders_dev_root(), &nnv, &note);
 	struct target *sh = NULL;
-	s->shm_dir = xstrdup(shm_root());
-	int r = shm_list(shm_root(), &s->shm, &s->nshm, &sh);
-	if (r < 0)
-		s->shm_error = xasprintf("cannot list %s: %s", shm_root(), strerror(-r));
+	int r = 0;
+	if (!lazy) {
+		s->shm_dir = xstrdup(shm_root());
+		r = shm_list(shm_root(), &s->shm, &s->nshm, &sh);
+		if (r < 0)
+			s->shm_error = xasprintf("cannot list %s: %s", shm_root(), strerror(-r));
+	}
 	nsh = s->nshm;
 	struct target *all = xcalloc(nnv + nsh ? nnv + nsh : 1, sizeof *all);
 	if (nnv)
@@ -232,9 +288,24 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 	free(nv);
 	free(sh);
 	struct holders_scan full;
-	holders_scan(&ho, all, nnv + nsh, &full);
+	struct holders_opts sho = ho;
+	if (lazy) {
+		sho.pids = nvpids;
+		sho.npids = nnvpids;
+	}
+	/* One time bound for every round of reads below (holders, then the processes around them):
+	 * stuck processes cost it once, not once per round. Set here, after a lazy collection's NVML
+	 * (which takes seconds per GPU without persistence mode), so that NVML does not eat it. */
+	ho.deadline_ns = now_ns() + (uint64_t)(ho.timeout_ms ? ho.timeout_ms : HOLDERS_DEFAULT_TIMEOUT_MS) * 1000000u;
+	sho.deadline_ns = ho.deadline_ns;
+	holders_scan(&sho, all, nnv + nsh, &full);
+	free(nvpids);
 	if (note)
 		strv_push(&full.notes, &full.nnotes, note);
+	if (lazy)
+		strv_push(&full.notes, &full.nnotes,
+			  xasprintf("lazy collection: only the %zu process%s NVML lists were looked at, not every process; "
+				    "/dev/shm was not listed", nnvpids, nnvpids == 1 ? "" : "es"));
 	struct proc_info *shm_only;
 	size_t nshm_only;
 	split_scan(s, &full, nnv, &shm_only, &nshm_only);
@@ -249,14 +320,17 @@ int snapshot_collect(const struct snapshot_opts *o, struct snapshot *s)
 		}
 	}
 
-	s->nvml_mono_ns = now_ns();
-	if (!o || !o->no_nvml) {
-		s->nvml_asked = true;
-		nvml_collect(o ? o->nvml_path : NULL, &s->nvml);
-		if (o)
-			snapshot_resample(s, o->nvml_path, o->resample_s);
+	if (!nvml_first) {
+		s->nvml_mono_ns = now_ns();
+		if (!o || !o->no_nvml) {
+			s->nvml_asked = true;
+			nvml_collect(o ? o->nvml_path : NULL, &s->nvml);
+		}
 	}
+	if (o && s->nvml_asked)
+		snapshot_resample(s, o->nvml_path, o->resample_s);
 	collect_others(s, &ho, shm_only, nshm_only);
+	collect_owners(s);
 
 	char *mi = xasprintf("%s/meminfo", proc_root);
 	r = meminfo_read(mi, &s->mem);

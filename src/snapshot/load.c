@@ -395,6 +395,21 @@ static bool load_proc(struct ld *l, json_t *o, struct proc_info *p)
 		TRY(g_str(l, c, "pod_uid", true, &p->container.pod_uid));
 		ld_pop(l, m);
 	}
+	if (json_object_get(o, "owner")) {   /* absent in snapshots older than attribution */
+		json_t *w;
+		TRY(g_obj(l, o, "owner", true, &w));
+		if (w) {
+			m = ld_key_push(l, "owner");
+			TRY(g_str(l, w, "slurm_job", true, &p->owner.slurm_job));
+			TRY(g_str(l, w, "slurm_step", true, &p->owner.slurm_step));
+			TRY(g_str(l, w, "slurm_source", true, &p->owner.slurm_source));
+			TRY(g_str(l, w, "pod_namespace", true, &p->owner.pod_namespace));
+			TRY(g_str(l, w, "pod_name", true, &p->owner.pod_name));
+			TRY(g_str(l, w, "container_name", true, &p->owner.container_name));
+			TRY(g_str(l, w, "unit", true, &p->owner.unit));
+			ld_pop(l, m);
+		}
+	}
 	TRY(g_str(l, o, "missing", true, &p->missing));
 	TRY(g_str(l, o, "wchan", true, &p->wchan));
 	TRY(g_str(l, o, "driver_wait", true, &p->driver_wait));
@@ -500,6 +515,8 @@ static bool load_scan(struct ld *l, json_t *o, struct holders_scan *s)
 	EACH(l, o, "not_inspected", MAX_ITEMS, s->denied, s->ndenied, i, TRY(load_unseen(l, e, &s->denied[i])));
 	EACH(l, o, "timed_out", MAX_ITEMS, s->timed_out, s->ntimed_out, i, TRY(load_unseen(l, e, &s->timed_out[i])));
 	G_INT(l, o, "scanned", 0, SNAPSHOT_PID_MAX, s->nscanned);
+	if (json_object_get(o, "limited"))   /* absent in older snapshots: they walked every process */
+		TRY(g_bool(l, o, "limited", &s->limited));
 	G_INT(l, o, "vanished", 0, SNAPSHOT_PID_MAX, s->nvanished);
 	TRY(g_strv(l, o, "notes", &s->notes, &s->nnotes));
 	return true;

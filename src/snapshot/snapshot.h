@@ -75,10 +75,17 @@ struct snapshot_opts {
 	double resample_s;           /* > 0: sample GPU memory again after this long (why uses 0.5) */
 	unsigned timeout_ms;         /* the holder engine's bound on all of collection's /proc reads
 				      * together (holders_opts.timeout_ms); 0: default */
+	bool lazy;                   /* NVML first, then the holder engine over NVML's PIDs only (and
+				      * the processes around them), no /dev/shm: for check and
+				      * metrics, which run after every job. The snapshot says so
+				      * (scan.limited); in a child PID namespace, or without NVML, the
+				      * full walk is done anyway (NVML's PIDs are not this /proc's) */
 };
 
 /* Collects a snapshot of this host (holders_proc_root(), holders_dev_root(), NVML, /dev/shm,
- * /proc/meminfo). Never fails as a whole: what could not be read is recorded. Returns 0. */
+ * /proc/meminfo). Never fails as a whole: what could not be read is recorded. With o->lazy the fd
+ * walk covers only NVML's PIDs and s->scan.limited is set (a process missing from the holders
+ * may still hold a node): collect again without lazy before concluding "no holder". Returns 0. */
 int snapshot_collect(const struct snapshot_opts *o, struct snapshot *out);
 
 /* Samples the GPUs' memory again into s->resample, delay_s after s's NVML sample (sleeping what is

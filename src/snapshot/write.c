@@ -61,6 +61,20 @@ static json_t *jcmdline(const struct proc_info *p, bool redact)
 	return a;
 }
 
+/* The owner (proc/owner.h), null when nothing is known. Redaction hides the names people choose
+ * (pods, containers, units) and keeps the job id, as it keeps container ids. */
+static json_t *owner_to_json(const struct owner *w, bool redact)
+{
+	if (owner_empty(w))
+		return json_null();
+#define NAME(x) (redact && (x) ? json_string(SNAPSHOT_REDACTED) : jstr(x))
+	return json_must(json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "slurm_job", jstr(w->slurm_job), "slurm_step",
+				   jstr(w->slurm_step), "slurm_source", jstr(w->slurm_source), "pod_namespace",
+				   NAME(w->pod_namespace), "pod_name", NAME(w->pod_name), "container_name",
+				   NAME(w->container_name), "unit", NAME(w->unit)));
+#undef NAME
+}
+
 static json_t *proc_to_json(const struct proc_info *p, bool redact)
 {
 	json_t *o = json_must(json_object());
@@ -94,6 +108,7 @@ static json_t *proc_to_json(const struct proc_info *p, bool redact)
 						   jstr(p->container.id), "pod_uid", jstr(p->container.pod_uid))));
 	else
 		json_put(o, "container", json_null());
+	json_put(o, "owner", owner_to_json(&p->owner, redact));
 	json_put(o, "missing", jstr(p->missing));
 	json_put(o, "wchan", jstr(p->wchan));
 	json_put(o, "driver_wait", jstr(p->driver_wait));
@@ -168,6 +183,7 @@ static json_t *scan_to_json(const struct holders_scan *s, bool redact)
 	json_put(o, "not_inspected", unseen_to_json(s->denied, s->ndenied));
 	json_put(o, "timed_out", unseen_to_json(s->timed_out, s->ntimed_out));
 	json_put(o, "scanned", json_integer(s->nscanned));
+	json_put(o, "limited", json_boolean(s->limited));
 	json_put(o, "vanished", json_integer(s->nvanished));
 	json_put(o, "notes", jstrv(s->notes, s->nnotes));
 	return o;

@@ -890,6 +890,68 @@ static void test_json_names_schema_verdicts_and_host_wide_gpu_as_null(void **sta
 	diag_free(&d);
 }
 
+
+/* A lazy collection (scan.limited) that NVML explains needs no full walk; memory NVML cannot tie
+ * to a live listed process (an exited PID, memory with no row) does, and never reads "no holder". */
+static void test_a_limited_scan_asks_for_the_full_walk_only_when_memory_is_unexplained(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 2, true);
+	add_holder(&w, 500, 1, 'S', "python", "python train.py", 0);
+	add_nvml(&w, 0, 500, 1542);
+	w.s.scan.limited = true;
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	assert_false(diag_wants_full_scan(&w.s, &d));
+	assert_non_null(find(&d, "in_use", 0));
+	diag_free(&d);
+
+	add_nvml(&w, 1, 777, 4096);   /* PID 777 is not in /proc: exited */
+	diagnose(&w.s, &d);
+	assert_true(diag_wants_full_scan(&w.s, &d));
+	diag_free(&d);
+
+	world_init(&w, 1, true);
+	w.gpus[0].mem_used = 20000 * MIB;   /* memory and no process at all */
+	w.s.scan.limited = true;
+	diagnose(&w.s, &d);
+	assert_true(diag_wants_full_scan(&w.s, &d));
+	const struct finding *f = find(&d, "driver_leak", 0);
+	assert_non_null(f);
+	assert_true(f->uncertain);
+	assert_int_equal(f->severity, DIAG_WARNING);
+	assert_true(evidence_has(f, "only the processes NVML lists were looked at"));
+	assert_false(evidence_has(f, "every process on the host was looked at"));
+	diag_free(&d);
+	w.s.scan.limited = false;   /* a full snapshot never asks */
+	diagnose(&w.s, &d);
+	assert_false(diag_wants_full_scan(&w.s, &d));
+	diag_free(&d);
+}
+
+/* The ended job's live process with memory is found by its owner's job id; verdict text names the job. */
+static void test_a_process_of_a_job_is_found_by_job_id_and_named_in_verdicts(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, true);
+	struct holder *h = add_holder(&w, 500, 1, 'T', "python", "python train.py", 0);
+	h->info.owner.slurm_job = "4242";
+	h->info.user = "alice";
+	add_nvml(&w, 0, 500, 1542);
+	struct diagnosis d;
+	diagnose(&w.s, &d);
+	assert_non_null(diag_job_row(&d.acct.gpus[0], "4242"));
+	assert_int_equal(diag_job_row(&d.acct.gpus[0], "4242")->pid, 500);
+	assert_null(diag_job_row(&d.acct.gpus[0], "17"));
+	assert_null(diag_job_row(&d.acct.gpus[0], NULL));
+	const struct finding *f = find(&d, "stopped", 0);
+	assert_non_null(f);
+	assert_non_null(strstr(f->headline, "PID 500 (python, job 4242 of user alice)"));
+	diag_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -921,6 +983,8 @@ int main(void)
 		cmocka_unit_test(test_without_nvml_no_memory_verdict_is_made),
 		cmocka_unit_test(test_text_escapes_process_strings_and_fits_80_columns),
 		cmocka_unit_test(test_json_names_schema_verdicts_and_host_wide_gpu_as_null),
+		cmocka_unit_test(test_a_limited_scan_asks_for_the_full_walk_only_when_memory_is_unexplained),
+		cmocka_unit_test(test_a_process_of_a_job_is_found_by_job_id_and_named_in_verdicts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -348,7 +348,7 @@ static void mutate(json_t *root, json_t *node, struct step *path, size_t depth, 
 			char *t = json_dumps(copy, 0);
 			/* every key is required, but those added after schema 1 was out: older snapshots lack them */
 			static const char *const added[] = {"pgid", "sid", "dir", "rss_anon_kb", "rss_file_kb",
-							    "rss_shmem_kb", "map_bytes", NULL};
+							    "rss_shmem_kb", "map_bytes", "limited", "owner", NULL};
 			bool optional = false;
 			for (size_t a = 0; added[a]; a++)
 				optional |= !strcmp(key, added[a]);
