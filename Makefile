@@ -28,7 +28,7 @@ $(BUILD)/libgpuwho.a: $(LIBOBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libgpuwho.a
 	@mkdir -p $(dir $@)
@@ -98,19 +98,58 @@ fuzz-run: fuzz
 
 # gpuwho's main job on this host: every GPU (ps) and the verdict (why); on a host without NVIDIA GPUs,
 # also the bundled incident the project started from, replayed from its snapshot.
-run: $(BUILD)/gpuwho
+run:
+	@$(MAKE) -s --no-print-directory $(BUILD)/gpuwho
 	@$(BUILD)/gpuwho ps; echo; $(BUILD)/gpuwho why; \
 	if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then \
 		echo; echo "== No NVIDIA GPU here. The seed incident, replayed: $(BUILD)/gpuwho why --from examples/seed-container.json"; \
 		echo; $(BUILD)/gpuwho why --from examples/seed-container.json; \
 	fi; true
 
+# Where `make install` puts things (DESTDIR is prepended to each, for packaging). The binary is
+# stripped unless STRIP_FLAG is empty (debian/rules empties it: dh_strip keeps the debug symbols).
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/gpuwho
+DATADIR ?= $(PREFIX)/share/gpuwho
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+STRIP_FLAG  ?= -s
+MANPAGES := $(wildcard man/*.1)
+DOCS     := README.md $(wildcard docs/*.md)
+DEPLOY   := $(shell find deploy -type f 2>/dev/null | sort)
+
 install: $(BUILD)/gpuwho
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/gpuwho $(DESTDIR)$(PREFIX)/bin/gpuwho
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0755 $(STRIP_FLAG) $(BUILD)/gpuwho $(DESTDIR)$(BINDIR)/gpuwho
+	$(if $(MANPAGES),install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/)
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(if $(wildcard completions/gpuwho.bash),install -m 0644 completions/gpuwho.bash $(DESTDIR)$(BASHCOMPDIR)/gpuwho)
+	$(if $(wildcard completions/_gpuwho),install -m 0644 completions/_gpuwho $(DESTDIR)$(ZSHCOMPDIR)/_gpuwho)
+	$(if $(wildcard completions/gpuwho.fish),install -m 0644 completions/gpuwho.fish $(DESTDIR)$(FISHCOMPDIR)/gpuwho.fish)
+	for f in $(DEPLOY); do install -D -m 0644 $$f $(DESTDIR)$(DATADIR)/$$f; done
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpuwho $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANPAGES))) \
+		$(DESTDIR)$(BASHCOMPDIR)/gpuwho $(DESTDIR)$(ZSHCOMPDIR)/_gpuwho $(DESTDIR)$(FISHCOMPDIR)/gpuwho.fish
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
+
+# A binary to copy onto nodes without packages: jansson linked in from libjansson.a, glibc dynamic
+# because NVML is a shared library that only a dynamically linked glibc can dlopen (a fully static
+# glibc binary cannot load libnvidia-ml.so.1 reliably, and musl cannot at all). It needs the glibc
+# versions of the build host: built on Debian 12, GLIBC_2.34 (Debian 12+, Ubuntu 22.04+, RHEL 9+);
+# for older nodes run `make static` on the oldest distribution you deploy to. Prints what it needs.
+static: $(BUILD)/gpuwho-static
+$(BUILD)/gpuwho-static: $(OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -static-libgcc -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -pthread
+	strip $@
+	@echo "$@: dynamic libraries: $$(objdump -p $@ | awk '/NEEDED/ {printf "%s ", $$2}'); needs glibc >= \
+	$$(objdump -T $@ | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1 | cut -d_ -f2)"
 
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all tests check asan check-asan fuzz fuzz-run install clean
+.PHONY: all tests check asan check-asan fuzz fuzz-run install uninstall static run clean
 -include $(OBJ:.o=.d) $(TESTLIBS:.so=.d)

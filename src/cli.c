@@ -1,5 +1,6 @@
 /* cli: the options every subcommand shares, exit codes, and the argument parser built on getopt_long. */
 #include "cli.h"
+#include "escape.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -9,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_COLOR, OPT_HELP };
+enum { OPT_JSON = 0x1000, OPT_FROM, OPT_NVML, OPT_NO_NVML, OPT_NO_COLOR, OPT_COLOR, OPT_HELP, OPT_FORMAT };
 
 static const struct option common[] = {
 	{"json", no_argument, NULL, OPT_JSON},
@@ -23,14 +24,41 @@ static const struct option common[] = {
 	{"help", no_argument, NULL, OPT_HELP},
 };
 
+static bool keep_errors;
+static char **kept;
+static size_t nkept;
+
+void cli_keep_errors(bool on)
+{
+	keep_errors = on;
+}
+
+char *const *cli_kept_errors(size_t *n)
+{
+	*n = nkept;
+	return kept;
+}
+
 void cli_error(const struct cli *c, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "gpuwho%s%s: ", c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *m = xvasprintf(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "gpuwho%s%s: %s\n", c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "", m);
+	if (keep_errors && nkept < 64)
+		strv_push(&kept, &nkept, m);
+	else
+		free(m);
+}
+
+/* "--color wants auto, always or never, not 'x'", with x escaped (it is the user's own, but a
+ * pasted line can carry control bytes). */
+static void bad_value(const struct cli *c, const char *opt, const char *want, const char *got)
+{
+	char *e = escape_term(got, strlen(got));
+	cli_error(c, "%s wants %s, not '%s'", opt, want, e);
+	free(e);
 }
 
 int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const struct option *own,
@@ -39,13 +67,17 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 	size_t nown = 0, ncommon = sizeof common / sizeof common[0];
 	while (own && own[nown].name)
 		nown++;
-	struct option *all = xcalloc(nown + ncommon + 1, sizeof *all);
+	struct option *all = xcalloc(nown + ncommon + 3, sizeof *all), *extra = all + ncommon + nown;
 	memcpy(all, common, sizeof common);
 	if (nown)
 		memcpy(all + ncommon, own, nown * sizeof *own);
+	if (c->gpus)
+		*extra++ = (struct option){"id", required_argument, NULL, 'i'};
+	if (c->tables)
+		*extra++ = (struct option){"format", required_argument, NULL, OPT_FORMAT};
 	/* Options may follow operands (gpuwho holders PATH --json); "--" ends them (plan -- CMD...).
 	 * A leading ":" reports a missing argument distinctly. */
-	char *so = xasprintf(":h%s", shortopts ? shortopts : "");
+	char *so = xasprintf(":h%s%s", c->gpus ? "i:" : "", shortopts ? shortopts : "");
 	int ret = 0;
 	/* 0, not 1: glibc then resets its whole state, including the position inside a group of
 	 * short options where an earlier parse stopped ("-hv" stops at h). */
@@ -58,9 +90,22 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 			break;
 		switch (o) {
 		case OPT_JSON: c->json = true; continue;
-		case OPT_FROM: c->from = optarg; continue;
-		case OPT_NVML: c->nvml_path = optarg; continue;
-		case OPT_NO_NVML: c->no_nvml = true; continue;
+		case OPT_FROM:
+		case OPT_NVML:
+		case OPT_NO_NVML:
+			if (c->refuse & (o == OPT_FROM ? CLI_REFUSE_FROM : CLI_REFUSE_NVML)) {
+				cli_error(c, "option '%s' does not apply to %s",
+					  o == OPT_FROM ? "--from" : o == OPT_NVML ? "--nvml" : "--no-nvml",
+					  c->cmd ? c->cmd : "this command");
+				goto bad;
+			}
+			if (o == OPT_FROM)
+				c->from = optarg;
+			else if (o == OPT_NVML)
+				c->nvml_path = optarg;
+			else
+				c->no_nvml = true;
+			continue;
 		case OPT_NO_COLOR: c->no_color = true; c->force_color = false; continue;
 		case OPT_COLOR:
 			if (!optarg || !strcmp(optarg, "always")) {
@@ -72,9 +117,24 @@ int cli_parse(struct cli *c, int argc, char **argv, const char *shortopts, const
 			} else if (!strcmp(optarg, "auto")) {
 				c->no_color = c->force_color = false;
 			} else {
-				cli_error(c, "--color wants auto, always or never, not '%s'", optarg);
+				bad_value(c, "--color", "auto, always or never", optarg);
 				goto bad;
 			}
+			continue;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "text") || !strcmp(optarg, "json") || !strcmp(optarg, "csv")) {
+				c->json = !strcmp(optarg, "json");
+				c->csv = !strcmp(optarg, "csv");
+				continue;
+			}
+			bad_value(c, "--format", "text, json or csv", optarg);
+			goto bad;
+		case 'i':
+			if (c->nids == CLI_MAX_IDS) {
+				cli_error(c, "more than %d -i options; give a comma list (-i 0,1,2)", CLI_MAX_IDS);
+				goto bad;
+			}
+			c->ids[c->nids++] = optarg;
 			continue;
 		case 'h':
 		case OPT_HELP:

@@ -2,6 +2,7 @@
  * suggestion for a mistyped command, and dispatch to the subcommand table. */
 #include "cli.h"
 #include "cmd/cmd.h"
+#include "escape.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -40,7 +41,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"Run 'gpuwho help COMMAND' (or 'gpuwho COMMAND --help') for a command's options and examples.\n"
-		"Common options (--json, --nvml PATH, --no-nvml, --from FILE, --color WHEN) go before or after\n"
+		"Common options (--json, --nvml PATH, --no-nvml, --from FILE, --color[=WHEN]) go before or after\n"
 		"the command: 'gpuwho --json why' is 'gpuwho why --json'.\n"
 		"  -V, --version    print the version and exit\n"
 		"\n"
@@ -92,7 +93,9 @@ static int unknown_command(const char *name)
 			near = &commands[i];
 		}
 	}
-	fprintf(stderr, "gpuwho: unknown command '%s'\n", name);
+	char *e = escape_term(name, strlen(name));
+	cli_error(NULL, "unknown command '%s'", e);
+	free(e);
 	if (near)
 		fprintf(stderr, "Did you mean 'gpuwho %s'?\n", near->name);
 	fprintf(stderr, "Run 'gpuwho --help' for the list of commands.\n");
@@ -125,6 +128,10 @@ int main(int argc, char **argv)
 	/* A closed pipe (gpuwho | head) must end us quietly, not with an error per line. */
 	signal(SIGPIPE, SIG_DFL);
 	cmd_setup_output();
+	/* With --json anywhere before "--", errors also go to stdout as JSON (cmd_finish). */
+	for (int k = 1; k < argc && strcmp(argv[k], "--"); k++)
+		if (!strcmp(argv[k], "--json"))
+			cli_keep_errors(true);
 	/* Common options before the command (gpuwho --json --nvml PATH why): skip over them to find
 	 * the command; they are handed to it after its name, where its parser reads them. */
 	int i = 1;
@@ -149,7 +156,7 @@ int main(int argc, char **argv)
 			/* A GPU selector is an operand of the default command (gpuwho 0 is gpuwho ps 0);
 			 * any other word is a mistyped command. */
 			if (!looks_like_gpu(argv[i]))
-				return unknown_command(argv[i]);
+				return cmd_finish(unknown_command(argv[i]));
 			cmd = &commands[0];
 		} else {
 			rest = i + 1;
@@ -169,5 +176,5 @@ int main(int argc, char **argv)
 		nargv[n++] = argv[k];
 	int rc = cmd->fn(n, nargv);
 	free(nargv);
-	return rc;
+	return cmd_finish(rc);
 }

@@ -9,6 +9,11 @@
  * stand-ins for the few non-ASCII signs gpuwho's texts use (render_ascii_stream). Call first. */
 void cmd_setup_output(void);
 
+/* Ends a command that returns rc: with --json, when it printed no JSON but reported errors
+ * (cli_error), prints them as one JSON object on stdout, {"schema": "gpuwho.error", "errors":
+ * [...], "exit_status": rc}, so that a script reading stdout is not left with nothing. Returns rc. */
+int cmd_finish(int rc);
+
 int cmd_ps(int argc, char **argv);
 int cmd_holders(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

@@ -2,6 +2,7 @@
 #include "cmd/common.h"
 #include "cmd/cmd.h"
 #include "escape.h"
+#include "json.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -62,36 +63,53 @@ int cmd_get_diagnosis(const struct cli *c, bool full, struct snapshot *s, struct
 	return 0;
 }
 
-int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel)
+char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout)
+{
+	*nout = 0;
+	if (n <= 0 && c->nids == 0)
+		return NULL;
+	char **v = xcalloc((size_t)(n > 0 ? n : 0) + (size_t)c->nids, sizeof *v);
+	for (int i = 0; i < n; i++)
+		v[(*nout)++] = operands[i];
+	for (int i = 0; i < c->nids; i++)
+		v[(*nout)++] = (char *)c->ids[i];
+	return v;
+}
+
+int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *operands, int nops, bool **sel)
 {
 	*sel = NULL;
+	int n;
+	char **sels = cmd_gpu_args(c, operands, nops, &n);
 	if (n <= 0)
 		return EXIT_FINE;
 	*sel = xcalloc(a->ngpus + 1, sizeof **sel);
 	int code = EXIT_FINE;
 	for (int i = 0; i < n; i++) {
-		int k = account_select(a, sels[i]);
-		if (k >= 0) {
-			(*sel)[k] = true;
+		char *m;
+		if (account_select_list(a, sels[i], *sel, &m) == 0)
 			continue;
-		}
-		char *m = account_select_error(a, sels[i], k);
 		char *e = escape_term(m, strlen(m));
 		cli_error(c, "%s", e);
 		free(e);
 		free(m);
 		code = EXIT_USAGE;
 	}
+	free(sels);
 	return code;
 }
 
 struct render_opts cmd_render_opts(const struct cli *c)
 {
-	return (struct render_opts){.color = cli_color(c), .width = cli_text_width()};
+	int w = cli_text_width();
+	return (struct render_opts){.color = cli_color(c), .width = w ? w : RENDER_DEFAULT_WIDTH, .cut = w > 0};
 }
+
+static bool printed_json;
 
 void cmd_print_json(json_t *j)
 {
+	printed_json = true;
 	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
 	fputc('\n', stdout);
 	json_decref(j);
@@ -130,4 +148,14 @@ void cmd_setup_output(void)
 		stderr = ascii_err = err;
 	if (out || err)
 		atexit(close_ascii_streams);
+}
+
+int cmd_finish(int rc)
+{
+	size_t n;
+	char *const *errs = cli_kept_errors(&n);
+	if (n && !printed_json)
+		cmd_print_json(json_pack("{s:s, s:i, s:o, s:i}", "schema", "gpuwho.error", "schema_version", 1, "errors",
+					 json_strs(errs, n), "exit_status", rc));
+	return rc;
 }

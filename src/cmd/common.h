@@ -27,13 +27,18 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
  * cmd_get_snapshot, with nothing to free. */
 int cmd_get_diagnosis(const struct cli *c, bool full, struct snapshot *s, struct diagnosis *d);
 
-/* The GPUs that sels[0..n) name (account_select: index, UUID or a unique prefix, bus id, device
- * path). Sets *sel to NULL when n is 0 (no selection: all), else to a malloc'ed array of
- * a->ngpus flags. Returns EXIT_FINE; or prints one error per selector that names no GPU (or
+/* The GPUs that sels[0..n) and c's -i options name (account_select_list: index, UUID or a unique
+ * prefix, bus id, device path, comma lists, all). Sets *sel to NULL when there are none (no
+ * selection: all), else to a malloc'ed array of a->ngpus flags. Returns EXIT_FINE; or prints one error per selector that names no GPU (or
  * several) and returns EXIT_USAGE (*sel still set: free it). */
 int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *sels, int n, bool **sel);
 
-/* Text output for c: colour when cli_color says so, lines fitted to cli_text_width(). */
+/* The GPU selectors of a command line: operands[0..n) then every -i value (c->ids), as one
+ * malloc'ed array (*nout entries; NULL when none). Free the array, not the strings. */
+char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout);
+
+/* Text output for c: colour when cli_color says so; lines fitted to cli_text_width(), or wrapped
+ * at RENDER_DEFAULT_WIDTH with whole command lines when that is unknown (a pipe). */
 struct render_opts cmd_render_opts(const struct cli *c);
 
 /* Prints j to stdout as every --json does (indented, ASCII only, reals to 12 digits), then a

@@ -52,7 +52,7 @@ static const char usage[] =
 	"host. Right before the signals, through a pidfd opened first, each process must still be the\n"
 	"planned one (start time, owner, name) and still hold what made it a target (docs/free.md).\n"
 	"\n"
-	"GPU selectors: an index (0), a UUID (GPU-...), a PCI bus id (0000:65:00.0) or /dev/nvidiaN.\n"
+	CLI_GPU_SELECTORS_HELP
 	"\n"
 	"Options:\n"
 	"  --yes            act (default: dry run)\n"
@@ -68,6 +68,7 @@ static const char usage[] =
 	"                   with --from is refused, since the snapshot's PIDs may be others' now\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
+	CLI_GPU_ID_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -104,7 +105,7 @@ static int parse_opt(int opt, const char *arg, void *ctx)
 	case OPT_GRACE:
 		if (!parse_uint(arg, &n) || n > GRACE_MAX) {
 			char *e = escape_term(arg, strlen(arg));
-			fprintf(stderr, "gpuwho free: --grace wants whole seconds from 0 to %d, not '%s'\n", GRACE_MAX, e);
+			cli_error(&(struct cli){.cmd = "free"}, "--grace wants whole seconds from 0 to %d, not '%s'", GRACE_MAX, e);
 			free(e);
 			return -1;
 		}
@@ -250,7 +251,7 @@ static bool do_resets(const struct free_plan *plan, const struct free_report *r,
 
 int cmd_free(int argc, char **argv)
 {
-	struct cli c = {.cmd = "free"};
+	struct cli c = {.cmd = "free", .gpus = true};
 	struct free_args a = {.grace = GRACE_DEFAULT};
 	static const struct option own[] = {
 		{"yes", no_argument, NULL, OPT_YES},
@@ -267,8 +268,11 @@ int cmd_free(int argc, char **argv)
 		free(a.include);
 		return cli_exit_for(r);
 	}
-	if (r >= argc && !a.shm) {
-		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id or /dev/nvidiaN), or give --shm alone "
+	int ngpu;
+	char **gpus = cmd_gpu_args(&c, argv + r, argc - r, &ngpu);
+	free(gpus);
+	if (ngpu == 0 && !a.shm) {
+		cli_error(&c, "name the GPUs to free (index, UUID, PCI bus id, /dev/nvidiaN, a comma list, all), or give --shm alone "
 			      "to clean /dev/shm; see --help");
 		free(a.include);
 		return EXIT_USAGE;
@@ -305,7 +309,10 @@ int cmd_free(int argc, char **argv)
 	struct free_plan plan;
 	char *err = NULL;
 	int code = EXIT_FINE;
-	if (free_plan_build(&snap, (const char *const *)argv + r, (size_t)(argc - r), &po, &plan, &err) < 0) {
+	gpus = cmd_gpu_args(&c, argv + r, argc - r, &ngpu);
+	int built = free_plan_build(&snap, (const char *const *)gpus, (size_t)ngpu, &po, &plan, &err);
+	free(gpus);
+	if (built < 0) {
 		char *e = escape_term(err, strlen(err));
 		cli_error(&c, "%s", e);
 		free(e);

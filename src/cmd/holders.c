@@ -34,6 +34,7 @@ static const char usage[] =
 	"  --threads N         scan with N threads (default: one per CPU, at most 8)\n"
 	"  --from FILE         show a snapshot's NVIDIA-node holders (gpuwho snapshot -o FILE); with\n"
 	"                      PATHs, only those of its nodes\n"
+	CLI_FORMAT_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -64,7 +65,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	case OPT_TIMEOUT: {
 		double s = strtod(arg, &end);
 		if (*end || !(s > 0) || s > 3600) {
-			fprintf(stderr, "gpuwho holders: --timeout wants seconds between 0 and 3600, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "holders"}, "--timeout wants seconds between 0 and 3600, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		o->h.timeout_ms = (unsigned)(s * 1000) ? (unsigned)(s * 1000) : 1;
@@ -73,7 +76,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	case OPT_THREADS: {
 		unsigned long long n;
 		if (!parse_uint(arg, &n) || n < 1 || n > 64) {
-			fprintf(stderr, "gpuwho holders: --threads wants a number from 1 to 64, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "holders"}, "--threads wants a number from 1 to 64, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		o->h.threads = (unsigned)n;
@@ -128,12 +133,17 @@ static void view_free(struct holders_scan *v)
 	free(v->mounts);
 }
 
-/* The target of s a PATH names: its path exactly, or its short name (nvidia0 for /dev/nvidia0). */
+/* The target of s a PATH names: its path exactly, or its short name (nvidia0 for /dev/nvidia0, and
+ * for an NVIDIA node under another /dev, such as a container's or a test's stand-in tree). */
 static long find_target(const struct holders_scan *s, const char *path)
 {
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (!strcmp(s->targets[i].path, path) || !strcmp(render_target_short(&s->targets[i]), path))
+	for (size_t i = 0; i < s->ntargets; i++) {
+		const struct target *t = &s->targets[i];
+		const char *base = strrchr(t->path, '/');
+		if (!strcmp(t->path, path) || !strcmp(render_target_short(t), path) ||
+		    (t->kind && strcmp(t->kind, "file") && base && !strcmp(base + 1, path)))
 			return (long)i;
+	}
 	return -1;
 }
 
@@ -141,6 +151,8 @@ static void render(const struct cli *c, const struct hopts *o, const struct hold
 {
 	if (c->json) {
 		cmd_print_json(render_holders_json(s));
+	} else if (c->csv) {
+		render_holders_csv(stdout, s);
 	} else {
 		struct render_opts ro = cmd_render_opts(c);
 		ro.verbose = o->verbose;
@@ -199,7 +211,7 @@ int cmd_holders(int argc, char **argv)
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{0},
 	};
-	struct cli c = {.cmd = "holders"};
+	struct cli c = {.cmd = "holders", .tables = true, .refuse = CLI_REFUSE_NVML};   /* it reads /proc and /dev, never NVML */
 	struct hopts o = {0};
 	int r = cli_parse(&c, argc, argv, "v", own, on_opt, &o, usage);
 	if (r < 0)

@@ -20,13 +20,14 @@ static const char usage[] =
 	"When NVML cannot answer (no library, driver not loaded, version mismatch, no permission), ps\n"
 	"says why in one line and still lists the holders of each /dev/nvidiaN, memory unknown.\n"
 	"\n"
-	"GPU selectors: an index (0), a UUID (GPU-..., a unique prefix will do), a PCI bus id\n"
-	"(0000:65:00.0 or 00000000:65:00.0, any case) or a device path (/dev/nvidia0).\n"
+	CLI_GPU_SELECTORS_HELP
 	"\n"
 	"Options:\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
 	"  --from FILE      show a snapshot (gpuwho snapshot -o FILE) instead of this host\n"
+	CLI_GPU_ID_HELP
+	CLI_FORMAT_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Text lines are cut to the terminal's width (or $COLUMNS when set); piped output is not cut.\n"
@@ -41,7 +42,7 @@ static const char usage[] =
 
 int cmd_ps(int argc, char **argv)
 {
-	struct cli c = {.cmd = "ps"};
+	struct cli c = {.cmd = "ps", .gpus = true, .tables = true};
 	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
 	if (r < 0)
 		return cli_exit_for(r);
@@ -57,6 +58,8 @@ int cmd_ps(int argc, char **argv)
 	if (code == EXIT_FINE) {
 		if (c.json) {
 			cmd_print_json(render_ps_json(&a, sel, nv, &snap.scan));
+		} else if (c.csv) {
+			render_ps_csv(stdout, &a, sel);
 		} else {
 			struct render_opts ro = cmd_render_opts(&c);
 			render_ps_text(stdout, &a, sel, nv, &snap.scan, &ro);

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+#include "escape.h"
 #include "snapshot/snapshot.h"
 #include "util.h"
 
@@ -62,7 +63,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	case OPT_RESAMPLE:
 		o->resample_s = strtod(arg, &end);
 		if (*end || !(o->resample_s >= 0) || o->resample_s > 60) {
-			fprintf(stderr, "gpuwho snapshot: --resample wants seconds from 0 to 60, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "snapshot"}, "--resample wants seconds from 0 to 60, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		return 0;

@@ -21,13 +21,14 @@ static const char usage[] =
 	"device node (fuser's \"kernel mount\") is explained, never taken for a holder.\n"
 	"why only looks: it never signals a process or resets a GPU (see gpuwho free).\n"
 	"\n"
-	"GPU selectors: an index (0), a UUID (GPU-..., a unique prefix will do), a PCI bus id\n"
-	"(0000:65:00.0) or a device path (/dev/nvidia0). Findings about the host are always shown.\n"
+	CLI_GPU_SELECTORS_HELP
+	"Findings about the host are always shown.\n"
 	"\n"
 	"Options:\n"
 	"  --from FILE      diagnose a snapshot (gpuwho snapshot -o FILE; \"-\": stdin) instead of this host\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, no memory verdicts\n"
+	CLI_GPU_ID_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -41,7 +42,7 @@ static const char usage[] =
 
 int cmd_why(int argc, char **argv)
 {
-	struct cli c = {.cmd = "why"};
+	struct cli c = {.cmd = "why", .gpus = true};
 	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
 	if (r < 0)
 		return cli_exit_for(r);

@@ -323,7 +323,13 @@ int account_select(const struct account *a, const char *sel)
 				return (int)i;
 		return -1;
 	}
-	char want[64];
+	char want[64], full[64];
+	/* "65:00.0", as lspci prints it: domain 0 */
+	const char *colon = strchr(sel, ':');
+	if (colon && colon == strrchr(sel, ':') && strlen(sel) < 32) {
+		snprintf(full, sizeof full, "0000:%s", sel);
+		sel = full;
+	}
 	if (strchr(sel, ':') && nvml_normalize_bus_id(sel, want, sizeof want))
 		for (size_t i = 0; i < a->ngpus; i++)
 			if (bus_equal(a->gpus[i].bus_id, want))
@@ -336,7 +342,34 @@ char *account_select_error(const struct account *a, const char *sel, int rc)
 	if (rc == -2)
 		return xasprintf("'%s' matches more than one GPU's UUID; give more of it", sel);
 	return xasprintf("no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., PCI bus id "
-			 "0000:65:00.0, /dev/nvidiaN)", sel, a->ngpus, a->ngpus == 1 ? "" : "s");
+			 "0000:65:00.0, /dev/nvidiaN, comma lists, all)", sel, a->ngpus, a->ngpus == 1 ? "" : "s");
+}
+
+int account_select_list(const struct account *a, const char *sel, bool *mark, char **err)
+{
+	*err = NULL;
+	if (!strcasecmp(sel, "all")) {
+		for (size_t i = 0; i < a->ngpus; i++)
+			mark[i] = true;
+		return 0;
+	}
+	char *copy = xstrdup(sel), *save = NULL;
+	int rc = 0;
+	if (!*copy || copy[strlen(copy) - 1] == ',' || *copy == ',' || strstr(copy, ",,")) {
+		*err = xasprintf("'%s' has an empty item: write GPUs as 0,1 or GPU-...,GPU-...", sel);
+		rc = -1;
+	}
+	for (char *it = strtok_r(copy, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
+		int k = account_select(a, it);
+		if (k < 0) {
+			*err = account_select_error(a, it, k);
+			rc = -1;
+		} else {
+			mark[k] = true;
+		}
+	}
+	free(copy);
+	return rc;
 }
 
 const char *account_kind_name(enum account_kind k)

@@ -98,13 +98,19 @@ void account_free(struct account *a);
 
 /* Finds the GPU a selector names: an index ("0": NVML's index, or the minor when NVML does not know
  * the GPU), a UUID ("GPU-…", case-insensitive, a unique prefix will do), a PCI bus id ("0000:65:00.0"
- * or "00000000:65:00.0", case-insensitive) or a device path ("/dev/nvidia0", or "nvidia0").
+ * or "00000000:65:00.0", case-insensitive; "65:00.0" for domain 0) or a device path ("/dev/nvidia0", or "nvidia0").
  * Returns the index into a->gpus, -1 when no GPU matches, -2 when a UUID prefix matches several. */
 int account_select(const struct account *a, const char *sel);
 
 /* What to tell the user when account_select(a, sel) returned rc (-1 or -2): one line, malloc'ed,
  * quoting sel raw (escape it before a terminal). */
 char *account_select_error(const struct account *a, const char *sel, int rc);
+
+/* Marks in mark[0..a->ngpus) the GPUs that sel names, as nvidia-smi -i and CUDA_VISIBLE_DEVICES
+ * write them: a comma list of account_select's selectors ("0,1", "GPU-ab12,2"), or "all". Returns
+ * 0; or -1 with *err (malloc'ed, account_select_error's line for the first item that names no GPU,
+ * or says an item is empty). */
+int account_select_list(const struct account *a, const char *sel, bool *mark, char **err);
 
 /* The JSON/text name of a kind: "attributed", "outside_namespace", "exited", "inherited",
  * "unmatched", "device_only", "memory_unknown". */

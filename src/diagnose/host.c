@@ -4,6 +4,20 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* A bind mount of a node from the same name in its source (/dev/nvidia0 from root /nvidia0), as
+ * libnvidia-container makes them. */
+static bool mount_own_node(const struct mount_hit *m)
+{
+	size_t lp = strlen(m->mount_point), lr = m->root ? strlen(m->root) : 0;
+	return lr > 1 && lr <= lp && !strcmp(m->mount_point + lp - lr, m->root);
+}
 
 static void verdict_mounts(struct ctx *c)
 {
@@ -16,15 +30,43 @@ static void verdict_mounts(struct ctx *c)
 					     "of GPU memory", sc->mounts[0].mount_point, more, sc->nmounts > 1 ? "are" : "is a",
 					     sc->nmounts > 1 ? "s" : "");
 	free(more);
+	/* The usual container: every node bind-mounted from the same devtmpfs, each from its own name
+	 * there. Those are one line; any other mount gets its own. */
+	bool *done = xcalloc(sc->nmounts + 1, sizeof *done);
+	size_t lines = 0;
 	for (size_t i = 0; i < sc->nmounts; i++) {
-		if (i >= DIAG_LIST_MAX) {
-			diag_ev(f, "and %zu more", sc->nmounts - DIAG_LIST_MAX);
+		if (done[i])
+			continue;
+		const struct mount_hit *m = &sc->mounts[i];
+		if (lines++ >= DIAG_LIST_MAX) {
+			diag_ev(f, "and more mount points");
 			break;
 		}
-		const struct mount_hit *m = &sc->mounts[i];
-		diag_ev(f, "%s: mount point (%s, source %s, root %s)", m->mount_point, m->fstype ? m->fstype : "?",
-			m->source ? m->source : "?", m->root ? m->root : "?");
+		char *names = xstrdup(m->mount_point);
+		size_t same = 1;
+		for (size_t j = i + 1; mount_own_node(m) && j < sc->nmounts; j++) {
+			const struct mount_hit *o = &sc->mounts[j];
+			if (done[j] || !mount_own_node(o) || !str_eq(m->fstype, o->fstype) || !str_eq(m->source, o->source))
+				continue;
+			done[j] = true;
+			if (++same <= DIAG_LIST_MAX) {
+				char *n = xasprintf("%s, %s", names, o->mount_point);
+				free(names);
+				names = n;
+			}
+		}
+		char extra[48] = "";
+		if (same > DIAG_LIST_MAX)
+			snprintf(extra, sizeof extra, " and %zu more", same - DIAG_LIST_MAX);
+		if (same > 1)
+			diag_ev(f, "%s%s: %zu mount points, each of its own node (%s, source %s, root /NAME)", names, extra,
+				same, m->fstype ? m->fstype : "?", m->source ? m->source : "?");
+		else
+			diag_ev(f, "%s: mount point (%s, source %s, root %s)", m->mount_point, m->fstype ? m->fstype : "?",
+				m->source ? m->source : "?", m->root ? m->root : "?");
+		free(names);
 	}
+	free(done);
 	diag_ev(f, "fuser prints \"kernel mount\" when a mount point has the same device and inode as the file named "
 		"(psmisc scan_mounts); libnvidia-container bind-mounts /dev/nvidia* into every GPU container; fuser -k "
 		"skips these entries");

@@ -743,14 +743,9 @@ int free_plan_build(const struct snapshot *s, const char *const *sels, size_t ns
 	bool host = s->host_pidns;
 	account_from_snapshot(s, &out->acct);
 	out->sel = xcalloc(out->acct.ngpus + 1, sizeof *out->sel);
-	for (size_t i = 0; i < nsel; i++) {
-		int k = account_select(&out->acct, sels[i]);
-		if (k < 0) {
-			*err = account_select_error(&out->acct, sels[i], k);
+	for (size_t i = 0; i < nsel; i++)
+		if (account_select_list(&out->acct, sels[i], out->sel, err) < 0)
 			return -1;
-		}
-		out->sel[k] = true;
-	}
 	for (size_t g = 0; g < out->acct.ngpus; g++) {
 		if (!out->sel[g])
 			continue;

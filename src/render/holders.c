@@ -10,8 +10,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-/* "fd", "fd+mmap", "thread", "copy" ... for one hold. */
-static void means_str(const struct hold *h, char *buf, size_t n)
+void render_hold_means(const struct hold *h, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s%s%s%s%s%s", h->means & HOLD_FD ? "fd" : "",
 		 (h->means & HOLD_FD) && (h->means & HOLD_MMAP) ? "+" : "", h->means & HOLD_MMAP ? "mmap" : "",
@@ -90,7 +89,7 @@ static char *holds_cell(const struct holders_scan *s, const struct holder *h)
 	}
 	struct hold u = {.means = all};
 	char m[64];
-	means_str(&u, m, sizeof m);
+	render_hold_means(&u, m, sizeof m);
 	char *n = xasprintf("%s (%s)", out, m);
 	free(out);
 	char *e = escape_str(n);   /* target paths may come from a --from snapshot */
@@ -241,7 +240,7 @@ void render_holders_text(FILE *f, const struct holders_scan *s, const struct ren
 				       wholds, holds[i]) - (odd && o->color ? 9 : 0);
 			if (any_cont)
 				used += fprintf(f, "%-*s ", wcont, conts[i]);
-			print_fit(f, ecmd, o->width, used);
+			print_fit(f, ecmd, o->cut ? o->width : 0, used);
 			free(st);
 			free(cmd);
 			free(ecmd);
@@ -398,7 +397,8 @@ json_t *render_holders_json(const struct holders_scan *s)
 	json_t *notes = json_array();
 	for (size_t i = 0; i < s->nnotes; i++)
 		json_array_append_new(notes, json_str_or_null(s->notes[i]));
-	return json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:o}", "schema_version", 1, "targets", targets,
+	return json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:i, s:i, s:i, s:o}", "schema", "gpuwho.holders",
+			 "schema_version", 1, "targets", targets,
 			 "holders", holders, "mounts", mounts, "not_inspected", unseen_json(s->denied, s->ndenied),
 			 "timed_out", unseen_json(s->timed_out, s->ntimed_out), "partial", (int)s->npartial, "scanned",
 			 (int)s->nscanned, "vanished", (int)s->nvanished, "notes", notes);

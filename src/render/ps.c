@@ -262,7 +262,7 @@ static void gpu_block(FILE *f, const struct account_gpu *g, const struct holders
 		char *cmd = command_cell(r);
 		bool special = r->kind == ACCOUNT_OUTSIDE || r->kind == ACCOUNT_EXITED;
 		fputs(special ? render_col(o, C_YEL) : "", f);
-		if (o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
+		if (o->cut && o->width > 0 && used + (int)strlen(cmd) > o->width && o->width - used > 4)
 			fprintf(f, "%.*s…", o->width - used - 1, cmd);
 		else
 			fputs(cmd, f);
@@ -474,7 +474,7 @@ json_t *render_ps_json(const struct account *a, const bool *sel, const struct nv
 	json_t *root = json_pack("{s:s, s:i, s:s, s:b, s:o, s:o}", "schema", "gpuwho.ps", "schema_version", 1,
 				 "pid_namespace", a->host_pidns ? "host" : "child", "nvml_ok", a->nvml_ok, "gpus", gpus,
 				 "control_only_holders", others);
-	static const char *const keep[] = {"mounts", "not_inspected", "timed_out", "scanned", "notes"};
+	static const char *const keep[] = {"mounts", "not_inspected", "timed_out", "partial", "scanned", "notes"};
 	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
 		json_object_set(root, keep[i], json_object_get(hj, keep[i]));
 	json_decref(hj);

@@ -11,10 +11,16 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* Columns text is wrapped to when the terminal's width is unknown (a pipe, a file): wide enough for
+ * a table, narrow enough for a mail or a ticket. */
+#define RENDER_DEFAULT_WIDTH 100
+
 struct render_opts {
 	bool color;      /* ANSI colour */
 	bool verbose;    /* a detailed block per holder */
-	int width;       /* terminal columns to fit lines to; 0: no limit */
+	int width;       /* columns to wrap prose and headers to; 0: no limit */
+	bool cut;        /* also cut table cells (command lines) to width, with "…": only when width is
+			  * a terminal's, so that a pipe keeps whole command lines */
 };
 
 /* ANSI colours, used only through render_col so that --no-color and NO_COLOR turn them all off. */
@@ -39,6 +45,18 @@ bool render_locale_is_utf8(void);
  * stand-ins and passes every other byte through, buffered as `mode` (_IOFBF, _IOLBF, _IONBF):
  * main puts it under stdout and stderr when the locale is not UTF-8. NULL when it cannot. */
 FILE *render_ascii_stream(int fd, int mode);
+
+/* How a hold holds, for a table cell: "fd", "mmap", "fd+mmap", with " via-thread", " via-copy". */
+void render_hold_means(const struct hold *h, char *buf, size_t n);
+
+/* --format csv (RFC 4180: a header row, then one row per process; fields with a comma, quote or
+ * line break quoted, quotes doubled; process-controlled text escaped like the text output first,
+ * so a row never holds a raw control byte). ps: one row per process per GPU, plus a row with kind
+ * "unattributed" for each GPU's memory no process accounts for. */
+struct account;
+void render_ps_csv(FILE *f, const struct account *a, const bool *sel);
+/* holders: one row per process per target it holds. */
+void render_holders_csv(FILE *f, const struct holders_scan *s);
 
 /* Prints the holders table, the mount points that are not holders, and what could not be seen. */
 void render_holders_text(FILE *f, const struct holders_scan *s, const struct render_opts *o);

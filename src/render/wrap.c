@@ -25,6 +25,13 @@ void render_wrap(FILE *f, const char *text, int width, const char *indent, int c
 		/* A number and its unit stay on one line: "96,413 MiB". */
 		while (sp && (str_starts(sp + 1, "MiB") || str_starts(sp + 1, "GiB")))
 			sp = strchr(sp + 1, ' ');
+		/* So does a `command` between backticks: it must copy and paste as printed. */
+		const char *tick = memchr(p, '`', sp ? (size_t)(sp - p) : strlen(p));
+		if (tick) {
+			const char *close = strchr(tick + 1, '`');
+			if (close && sp && close > sp)
+				sp = strchr(close, ' ');
+		}
 		int wl = sp ? (int)(sp - p) : (int)strlen(p);
 		int wc = columns(p, (size_t)wl);
 		if (width > 0 && used > (int)strlen(indent) && used + 1 + wc > width) {

@@ -49,6 +49,8 @@ expect_not() {
 # expect_jq JSON FILTER: the jq filter (with `--argjson`-free syntax) evaluates to true.
 expect_jq() {
 	local r
+	# jq 1.6 (Debian 12) exits 0 under -e when its input is empty: no output must not pass a check.
+	[ -n "${1//[[:space:]]/}" ] || fail "jq: no JSON to test against $2"
 	r=$(jq -e "$2" <<<"$1" 2>&1) || { printf '%s\n' "$1" | head -c 4000 | sed 's/^/    | /' >&2; fail "jq: $2 -> $r"; }
 }
 

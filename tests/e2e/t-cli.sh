@@ -9,7 +9,7 @@ test_common_options_before_the_command_reach_it() {
 	out=$("$GPUWHO" --json why --from "$SEED"); rc=$?
 	[ $rc -eq 1 ] || fail "exit $rc (the seed has problems: 1)"
 	expect_jq "$out" '.schema == "gpuwho.why"'
-	out=$("$GPUWHO" --no-nvml --json holders "$TMP"); rc=$?
+	out=$("$GPUWHO" --color=never --json holders "$TMP"); rc=$?
 	[ $rc -eq 0 ] || fail "holders exit $rc"
 	expect_jq "$out" '.holders | length == 0'
 	# A common option's value is not taken for the command.
@@ -86,6 +86,80 @@ test_outside_a_utf8_locale_the_text_is_ascii() {
 	err=$(LC_ALL=C "$GPUWHO" plan -- sglang 2>&1 >/dev/null)
 	LC_ALL=C grep -q '[^ -~]' <<<"$err" && fail "non-ASCII error: $err"
 	return 0
+}
+
+test_gpu_selectors_as_nvidia_smi_takes_them() {
+	sel() { "$GPUWHO" ps --from "$SEED" --json "$@" | jq -c '[.gpus[].index]'; }
+	[ "$(sel 0,2)" = "[0,2]" ] || fail "comma list: $(sel 0,2)"
+	[ "$(sel all)" = "[0,1,2,3,4,5,6,7]" ] || fail "all: $(sel all)"
+	[ "$(sel -i 3 -i 5)" = "[3,5]" ] || fail "-i: $(sel -i 3 -i 5)"
+	[ "$(sel --id 1)" = "[1]" ] || fail "--id: $(sel --id 1)"
+	bus=$(jq -r '.nvml.gpus[1].bus_id' "$SEED")   # 0000:2a:00.0
+	[ "$(sel "${bus#0000:}")" = "[1]" ] || fail "short bus id ${bus#0000:}: $(sel "${bus#0000:}")"
+	uuid=$(jq -r '.nvml.gpus[4].uuid' "$SEED")
+	[ "$(sel "${uuid:0:40},0")" = "[0,4]" ] || fail "UUID prefix in a list"
+	"$GPUWHO" ps --from "$SEED" 0,,1 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "empty item accepted"
+	expect_has "$(cat "$TMP/err")" "'0,,1' has an empty item"
+	"$GPUWHO" why --from "$SEED" 0,9 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "unknown GPU in a list accepted"
+	expect_has "$(cat "$TMP/err")" "no GPU matches '9'"
+	"$GPUWHO" holders -i 0 >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "holders took -i"
+	out=$("$GPUWHO" free --from "$SEED" -i 0,1 --no-color); [ $? -le 1 ] || fail "free -i: exit $?"
+	expect_has "$out" "GPU 0"
+	expect_has "$out" "GPU 1"
+}
+
+test_with_json_errors_are_json_on_stdout_with_the_exit_status() {
+	out=$("$GPUWHO" ps --json --from "$SEED" 9 2>/dev/null); rc=$?
+	[ $rc -eq 2 ] || fail "exit $rc"
+	expect_jq "$out" '.schema == "gpuwho.error" and .exit_status == 2 and (.errors[0] | startswith("no GPU matches '"'"'9'"'"'"))'
+	out=$("$GPUWHO" --json pss 2>/dev/null); rc=$?
+	[ $rc -eq 2 ] || fail "unknown command: exit $rc"
+	expect_jq "$out" '.errors == ["unknown command '"'"'pss'"'"'"]'
+	out=$("$GPUWHO" why --json --from "$TMP/none" 2>/dev/null); rc=$?
+	[ $rc -eq 3 ] || fail "missing snapshot: exit $rc"
+	expect_jq "$out" '.exit_status == 3'
+	out=$("$GPUWHO" holders --json --threads 0 2>/dev/null); rc=$?
+	expect_jq "$out" '.schema == "gpuwho.error" and .exit_status == 2'
+	# Without --json, stdout stays empty.
+	out=$("$GPUWHO" ps --from "$SEED" 9 2>/dev/null)
+	[ -z "$out" ] || fail "text mode printed on stdout: $out"
+}
+
+test_every_json_output_names_its_schema() {
+	for c in ps why "free 0" holders; do
+		out=$("$GPUWHO" $c --json --from "$SEED" 2>/dev/null)
+		expect_jq "$out" '(.schema | type) == "string" and (.schema | startswith("gpuwho.")) and .schema_version == 1'
+	done
+	out=$("$GPUWHO" holders --json "$TMP") || fail "holders exit $?"
+	expect_jq "$out" '.schema == "gpuwho.holders"'
+}
+
+test_a_common_option_a_command_has_no_use_for_is_refused_not_ignored() {
+	"$GPUWHO" holders --nvml /nonexistent "$TMP" >/dev/null 2>"$TMP/err"; rc=$?
+	[ $rc -eq 2 ] || fail "holders --nvml: exit $rc"
+	expect_has "$(cat "$TMP/err")" "option '--nvml' does not apply to holders"
+	"$GPUWHO" holders --no-nvml "$TMP" >/dev/null 2>&1; [ $? -eq 2 ] || fail "holders --no-nvml accepted"
+}
+
+test_format_csv_is_one_quoted_row_per_process_even_for_hostile_names() {
+	: >"$TMP/target"
+	spawn bash -c 'exec -a "evil,\"name
+x" sleep 300 3<"$0"' "$TMP/target"
+	pid=$!
+	for _ in $(seq 1 100); do [ -e "/proc/$pid/fd/3" ] && grep -q sleep "/proc/$pid/comm" && break; sleep 0.05; done
+	out=$("$GPUWHO" holders --format csv "$TMP/target") || fail "exit $?"
+	[ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] || fail "want a header and one row: $out"
+	[ "$(printf '%s\n' "$out" | head -1)" = $'pid,ppid,user,state,target,how,fds,maps,map_bytes,command\r' ] || fail "header: $out"
+	expect_has "$out" "$pid,"
+	expect_has "$out" ",fd,1,0,0,\"evil,\"\"name\\nx 300\""
+	LC_ALL=C grep -q $'[\x01-\x08\x0b\x0c\x0e-\x1f]' <<<"$out" && fail "a raw control byte in the CSV"
+	out=$("$GPUWHO" ps --from "$SEED" --format csv) || fail "ps exit $?"
+	expect_has "$out" $'gpu,uuid,bus_id,pid,host_pid,kind,user,state,gpu_memory_bytes,host_rss_bytes,command\r'
+	expect_has "$out" ",,unattributed,,,$((96413 * 1048576)),,"
+	out=$("$GPUWHO" ps --from "$SEED" --format json) || fail "--format json: exit $?"
+	expect_jq "$out" '.schema == "gpuwho.ps"'
+	"$GPUWHO" why --format csv --from "$SEED" >/dev/null 2>&1; [ $? -eq 2 ] || fail "why took --format"
+	"$GPUWHO" ps --format xml >/dev/null 2>&1; [ $? -eq 2 ] || fail "--format xml accepted"
 }
 
 run_tests

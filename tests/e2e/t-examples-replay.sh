@@ -15,7 +15,7 @@ test_every_example_replays_through_ps_holders_and_why() {
 		"$GPUWHO" ps --from "$f" >/dev/null || fail "ps --from $f: exit $?"
 		"$GPUWHO" holders --from "$f" >/dev/null || fail "holders --from $f: exit $?"
 		"$GPUWHO" why --from "$f" >/dev/null; [ $? -le 1 ] || fail "why --from $f"
-		"$GPUWHO" snapshot --from "$f" | jq -e '.schema == "gpuwho.snapshot"' >/dev/null || fail "snapshot --from $f"
+		expect_jq "$("$GPUWHO" snapshot --from "$f")" '.schema == "gpuwho.snapshot"' || fail "snapshot --from $f"
 	done
 	[ "$n" -ge 5 ] || fail "expected at least 5 examples, found $n"
 }
@@ -29,10 +29,33 @@ test_the_seed_is_held_outside_the_container_not_a_driver_leak() {
 	expect_has "$v" "host_memory"
 	expect_not "$v" "driver_leak"
 	expect_not "$out" "nvidia-smi --gpu-reset"
-	expect_has "$out" "GPU 0: 96,413 MiB held by processes outside this PID namespace"
-	expect_has "$out" "GPU 2: 96,413 MiB held by processes outside this PID namespace"
+	expect_has "$out" "GPUs 0, 2: 96,413 MiB held by processes outside this PID namespace"
 	json=$("$GPUWHO" ps --from "$f" --json)
 	expect_jq "$json" '[.gpus[] | select(.memory.hidden_outside_namespace)] | map(.index) == [0, 2]'
+}
+
+test_the_same_verdict_on_several_gpus_is_one_finding_listing_them() {
+	local f="$EX/seed-container.json" out json cmd
+	out=$("$GPUWHO" why --from "$f" --no-color)
+	[ "$(grep -c 'held by processes outside this PID namespace' <<<"$out")" -eq 1 ] || fail "not folded: $out"
+	expect_has "$out" "[warning] GPUs 0, 2: 96,413 MiB held"
+	expect_has "$out" "[ok] GPUs 1, 3, 4, 5, 6, 7: idle"
+	expect_has "$out" "holds /dev/nvidia{0,2}"
+	# The folded fix is a command that works as printed: gpuwho takes the comma list.
+	cmd=$(grep -o '`sudo gpuwho why [^`]*`' <<<"$out" | tr -d '`')
+	[ "$cmd" = "sudo gpuwho why 0,2" ] || fail "fix command: '$cmd'"
+	"$GPUWHO" why --from "$f" --json ${cmd#sudo gpuwho why } >"$TMP/j"; [ $? -eq 1 ] || fail "the fix's selector failed"
+	expect_jq "$(cat "$TMP/j")" '[.findings[] | select(.gpu != null) | .gpu] | unique == [0, 2]'
+	# The 13 bind mounts are one line, not 13.
+	grep -q '^  - /dev/nvidia[0-9]*: mount point' <<<"$out" && fail "a mount line per node: $out"
+	expect_has "$(tr -s ' \n' ' ' <<<"$out")" "13 mount points, each of its own node (devtmpfs, source devtmpfs, root /NAME)"
+	# JSON keeps one finding per GPU, for scripts.
+	json=$("$GPUWHO" why --from "$f" --json)
+	expect_jq "$json" '[.findings[] | select(.verdict == "outside_pid_namespace") | .gpu] == [0, 2]'
+	expect_jq "$json" '[.findings[] | select(.verdict == "idle")] | length == 6'
+	# Findings that differ in more than the GPU stay apart.
+	out=$("$GPUWHO" why --from "$EX/orphaned-tp-workers.json" --no-color)
+	expect_not "$out" "GPUs "
 }
 
 test_orphaned_tp_workers_are_named_with_the_fix() {

@@ -242,7 +242,7 @@ test_bare_gpuwho_runs_ps() {
 	scenario "gpu 0 used_mib=10"
 	out=$(gw --nvml "$FAKE") || fail "exit $?"
 	expect_has "$out" "GPU 0  NVIDIA Fake GPU  10 / 81,920 MiB used  unattributed 10 MiB"
-	gw --json --nvml "$FAKE" | jq -e '.schema == "gpuwho.ps"' >/dev/null || fail "bare --json"
+	expect_jq "$(gw --json --nvml "$FAKE")" '.schema == "gpuwho.ps"' || fail "bare --json"
 	"$GPUWHO" --help | grep -q "ps .*(default)" || fail "--help does not name ps the default"
 	"$GPUWHO" ps --help | grep -q "GPU selectors" || fail "ps --help"
 }

@@ -77,9 +77,11 @@ shm_leak_setup() {
 	scenario "gpu 0" "gpu 1"
 }
 
-# The commands between backticks on the shm_orphans finding's fix line, as the terminal shows them.
+# The commands between backticks in the shm_orphans finding's fix (its line and the wrapped lines
+# under it), as the terminal shows them. A command is never split across lines.
 shm_fix_commands() {
-	gw why --nvml "$FAKE" --no-color | sed -n 's/^ *fix: //p' | grep -F 'free --shm' | head -1 |
+	gw why --nvml "$FAKE" --no-color |
+		awk '/^ *fix: .*free --shm/ { on = 1; print; next } on && /^    / { print; next } { on = 0 }' |
 		grep -o '`[^`]*`' | tr -d '`'
 }
 
