@@ -8,6 +8,9 @@ CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Isrc \
            -DGPUWHO_VERSION='"$(VERSION)"' $(shell pkg-config --cflags jansson 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -ldl -lm -pthread
+# libmicrohttpd: gpuwho serve's HTTP server
+override CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 
 SRC     := $(shell find src -name '*.c' | sort)
 LIBSRC  := $(filter-out src/main.c,$(SRC))

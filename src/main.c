@@ -25,6 +25,8 @@ static const struct command commands[] = {
 	{"plan", cmd_plan, "pre-flight of an SGLang/vLLM launch: GPU and host memory per rank, KV tokens, concurrency"},
 	{"check", cmd_check, "health check for schedulers (Slurm epilog, NHC): silent and 0 when clean, one line per bad GPU"},
 	{"snapshot", cmd_snapshot, "everything collected, as one JSON file (replay it with --from FILE)"},
+	{"metrics", cmd_metrics, "Prometheus text of the GPUs' memory and findings (node_exporter textfile collector)"},
+	{"serve", cmd_serve, "the same over HTTP for Prometheus (/metrics, /healthz), loopback by default"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -21,5 +21,7 @@ int cmd_why(int argc, char **argv);
 int cmd_free(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

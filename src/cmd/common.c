@@ -5,9 +5,12 @@
 #include "json.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *out)
@@ -31,6 +34,19 @@ int cmd_get_snapshot(const struct cli *c, double resample_s, struct snapshot *ou
 	free(err);
 	snapshot_free(out);
 	return EXIT_CANNOT;
+}
+
+char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout)
+{
+	*nout = 0;
+	if (n <= 0 && c->nids == 0)
+		return NULL;
+	char **v = xcalloc((size_t)(n > 0 ? n : 0) + (size_t)c->nids, sizeof *v);
+	for (int i = 0; i < n; i++)
+		v[(*nout)++] = operands[i];
+	for (int i = 0; i < c->nids; i++)
+		v[(*nout)++] = (char *)c->ids[i];
+	return v;
 }
 
 /* The second memory sample why takes before calling memory a leak (the same delay). */
@@ -61,19 +77,6 @@ int cmd_get_diagnosis(const struct cli *c, bool full, struct snapshot *s, struct
 		diagnose(s, d);
 	}
 	return 0;
-}
-
-char **cmd_gpu_args(const struct cli *c, char *const *operands, int n, int *nout)
-{
-	*nout = 0;
-	if (n <= 0 && c->nids == 0)
-		return NULL;
-	char **v = xcalloc((size_t)(n > 0 ? n : 0) + (size_t)c->nids, sizeof *v);
-	for (int i = 0; i < n; i++)
-		v[(*nout)++] = operands[i];
-	for (int i = 0; i < c->nids; i++)
-		v[(*nout)++] = (char *)c->ids[i];
-	return v;
 }
 
 int cmd_select_gpus(const struct cli *c, const struct account *a, char *const *operands, int nops, bool **sel)
@@ -148,6 +151,37 @@ void cmd_setup_output(void)
 		stderr = ascii_err = err;
 	if (out || err)
 		atexit(close_ascii_streams);
+}
+
+int cmd_write_atomic(const char *path, const char *text, size_t len, mode_t mode)
+{
+	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);   /* mode 0600 until fchmod */
+	if (fd < 0) {
+		int e = errno;
+		free(tmp);
+		return -e;
+	}
+	int e = 0;
+	for (size_t off = 0; off < len && !e;) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno != EINTR)
+			e = errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!e && fchmod(fd, mode) < 0)
+		e = errno;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e)
+		unlink(tmp);
+	free(tmp);
+	return -e;
 }
 
 int cmd_finish(int rc)

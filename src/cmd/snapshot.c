@@ -73,39 +73,6 @@ static int on_opt(int opt, const char *arg, void *ctx)
 	return -1;
 }
 
-/* Writes text to path through a temporary file in the same folder and rename(2): a reader never
- * sees half a snapshot, and an existing file is replaced whole or not at all. Returns 0 or -errno. */
-static int write_atomic(const char *path, const char *text, size_t len)
-{
-	char *tmp = xasprintf("%s.tmp.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);   /* mode 0600 */
-	if (fd < 0) {
-		int e = errno;
-		free(tmp);
-		return -e;
-	}
-	int e = 0;
-	for (size_t off = 0; off < len && !e;) {
-		ssize_t n = write(fd, text + off, len - off);
-		if (n < 0 && errno != EINTR)
-			e = errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
-	if (!e && fchmod(fd, 0600) < 0)
-		e = errno;
-	if (!e && fsync(fd) < 0)
-		e = errno;
-	if (close(fd) < 0 && !e)
-		e = errno;
-	if (!e && rename(tmp, path) < 0)
-		e = errno;
-	if (e)
-		unlink(tmp);
-	free(tmp);
-	return -e;
-}
-
 int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -145,7 +112,7 @@ int cmd_snapshot(int argc, char **argv)
 			code = EXIT_CANNOT;
 		}
 	} else {
-		int w = write_atomic(o.output, text, len);
+		int w = cmd_write_atomic(o.output, text, len, 0600);
 		if (w < 0) {
 			cli_error(&c, "cannot write %s: %s", o.output, strerror(-w));
 			code = EXIT_CANNOT;

@@ -292,6 +292,27 @@ static void verdict_inherited(struct ctx *c, const struct account_gpu *g, const 
 	free(dead);
 }
 
+/* The GPUs on which any of pids[0..n) has a row, as one selector ("0,1,3", malloc'ed), in account
+ * order; NULL when none. */
+static char *family_gpus(const struct account *a, const int *pids, size_t n)
+{
+	char *out = NULL;
+	for (size_t g = 0; g < a->ngpus; g++) {
+		bool on = false;
+		for (size_t r = 0; r < a->gpus[g].nprocs && !on; r++)
+			for (size_t k = 0; k < n && !on; k++)
+				on = a->gpus[g].procs[r].pid == pids[k];
+		if (!on)
+			continue;
+		char *one = diag_gpu_selector(&a->gpus[g]);
+		char *next = out ? xasprintf("%s,%s", out, one) : xstrdup(one);
+		free(one);
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
 static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n,
 			    const struct orphan_info *o)
 {
@@ -311,20 +332,6 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 	const struct proc_info *reaper = snapshot_find_proc(s, o[0].reaper);
 	char *rdesc = reaper ? diag_pdesc(reaper) : xasprintf("PID %d", o[0].reaper);
 	char *sel = diag_gpu_selector(g);
-	struct finding *f;
-	if (group)
-		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
-				     "%s: %s held by %zu orphaned %s%s of process group %d (its leader exited; adopted by "
-				     "%s) — gpuwho free %s", diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
-				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "process" : "processes"), group,
-				     rdesc, sel);
-	else
-		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
-				     "%s: %s held by %zu orphaned %s%s (launcher gone, adopted by %s) — gpuwho free %s",
-				     diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
-				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "rank" : "ranks"), rdesc, sel);
-	free(amt);
-	ev_rows(c, f, r, n);
 	/* The whole family on the host: every GPU holder adopted the same way, with its roots. */
 	int *kill = NULL;
 	size_t nkill = 0;
@@ -364,6 +371,28 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 			}
 		}
 	}
+	/* A family on several GPUs (a TP-4 launch): the fix frees all of its GPUs, not this one only,
+	 * or the rest stays orphaned. */
+	char *fam_gpus = family_gpus(&c->d->acct, kill, nkill);
+	if (fam_gpus && strchr(fam_gpus, ',')) {
+		free(sel);
+		sel = fam_gpus;
+	} else
+		free(fam_gpus);
+	struct finding *f;
+	if (group)
+		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
+				     "%s: %s held by %zu orphaned %s%s of process group %d (its leader exited; adopted by "
+				     "%s) — gpuwho free %s", diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
+				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "process" : "processes"), group,
+				     rdesc, sel);
+	else
+		f = diag_add_finding(c, "orphaned_workers", DIAG_ACTION, g,
+				     "%s: %s held by %zu orphaned %s%s (launcher gone, adopted by %s) — gpuwho free %s",
+				     diag_gpu_name(g, gn, sizeof gn), amt, n, fam ? fam : "",
+				     fam ? (n == 1 ? " worker" : " workers") : (n == 1 ? "rank" : "ranks"), rdesc, sel);
+	free(amt);
+	ev_rows(c, f, r, n);
 	for (size_t i = 0; i < n; i++) {
 		if (o[i].root != r[i]->pid) {
 			const struct proc_info *rp = snapshot_find_proc(s, o[i].root);
@@ -383,7 +412,8 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 			fam ? fam : "several GPU holders run the same command", o[0].reaper == 1 ? "PID 1 as parent" : "an "
 			"init or subreaper as parent");
 	if (family_n > n)
-		diag_ev(f, "the same orphaned family on this host: %u GPU holders", family_n);
+		diag_ev(f, "the same orphaned family on this host: %u GPU holders%s%s", family_n,
+			strchr(sel, ',') ? ", on GPUs " : "", strchr(sel, ',') ? sel : "");
 	if (nkill == 0) {   /* cannot happen: r's own processes qualify; keep the fix meaningful anyway */
 		for (size_t i = 0; i < n; i++) {
 			kill = xrealloc(kill, (nkill + 1) * sizeof *kill);

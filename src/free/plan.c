@@ -705,8 +705,67 @@ static int find_mps_control(const struct snapshot *s)
 	return 0;
 }
 
+/* A process group whose leader has exited (the kernel's sign of a dead launcher) with members in
+ * the kill set and members on GPUs not selected: those are left alone, and the note says how to end
+ * the whole family (a TP-4 launch across GPUs 0-3 and `free 2`). */
+static void note_family_elsewhere(struct free_plan *pl, const struct snapshot *s)
+{
+	int *seen = NULL;
+	size_t nseen = 0;
+	for (size_t i = 0; i < pl->nsignal; i++) {
+		const struct proc_info *p = pl->procs[i].info;
+		int g = p ? p->pgid : 0;
+		bool done = false;
+		for (size_t k = 0; k < nseen && !done; k++)
+			done = seen[k] == g;
+		if (g <= 0 || done || g == p->pid || snapshot_find_proc(s, g))
+			continue;
+		seen = xrealloc(seen, (nseen + 1) * sizeof *seen);
+		seen[nseen++] = g;
+		char *all = NULL, *left = NULL;
+		unsigned nleft = 0, ngleft = 0;
+		for (size_t gi = 0; gi < pl->acct.ngpus; gi++) {
+			const struct account_gpu *ag = &pl->acct.gpus[gi];
+			bool on = false, outside = false;
+			for (size_t r = 0; r < ag->nprocs; r++) {
+				const struct account_proc *row = &ag->procs[r];
+				if (!row->info || row->info->pgid != g)
+					continue;
+				on = true;
+				if (plan_find(pl, row->pid) < 0) {
+					outside = true;
+					nleft++;
+				}
+			}
+			if (!on)
+				continue;
+			char *sel = ag->index >= 0 ? xasprintf("%d", ag->index) : xasprintf("/dev/nvidia%d", ag->minor);
+			char *a2 = all ? xasprintf("%s,%s", all, sel) : xstrdup(sel);
+			free(all);
+			all = a2;
+			if (outside) {
+				ngleft++;
+				char *l2 = left ? xasprintf("%s, %s", left, sel) : xstrdup(sel);
+				free(left);
+				left = l2;
+			}
+			free(sel);
+		}
+		if (left)
+			strv_push(&pl->notes, &pl->nnotes,
+				  xasprintf("%u more process%s of process group %d, whose leader has exited (the same orphaned "
+					    "family), hold%s GPU%s %s and %s left alone: free acts on the GPUs it is given. To "
+					    "end the whole family: `gpuwho free %s`", nleft, nleft == 1 ? "" : "es", g,
+					    nleft == 1 ? "s" : "", ngleft == 1 ? "" : "s", left, nleft == 1 ? "is" : "are", all));
+		free(all);
+		free(left);
+	}
+	free(seen);
+}
+
 static void plan_notes(struct free_plan *pl, const struct snapshot *s)
 {
+	note_family_elsewhere(pl, s);
 	if (!pl->acct.nvml_ok)
 		strv_push(&pl->notes, &pl->nnotes,
 			  xasprintf("NVML did not answer (%s): GPU memory is unknown, and the plan rests on the holders of "

@@ -113,3 +113,26 @@ scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
 
 # gw ARGS...: gpuwho with the stand-in /dev and the fake NVML's scenario.
 gw() { GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" "$GPUWHO" "$@"; }
+
+# free_port: prints a TCP port nothing listens on now (IPv4 or IPv6, /proc/net/tcp*), from a random
+# start in 20000-59999, for a server a test starts (gpuwho serve, Prometheus). Not reserved: the
+# server's own bind error is the check that counts.
+free_port() {
+	local p used
+	# Column 2 is ADDR:PORT with the port in hex, column 4 the state (0A: LISTEN).
+	used=$(awk 'NR > 1 && $4 == "0A" { n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+	for p in $(shuf -i 20000-59999 -n 50); do
+		grep -qix "$(printf %04X "$p")" <<<"$used" || { echo "$p"; return 0; }
+	done
+	fail "no free TCP port found"
+}
+
+# wait_http URL [SECONDS]: waits until URL answers 200 (curl), failing the test after SECONDS (10).
+wait_http() {
+	local i
+	for i in $(seq 1 $((${2:-10} * 20))); do
+		curl -sf -o /dev/null --max-time 2 "$1" && return 0
+		sleep 0.05
+	done
+	fail "no answer from $1 within ${2:-10} s"
+}

@@ -1,10 +1,11 @@
 /* fuzz_render: libFuzzer target for the renderers over loaded snapshots (`make fuzz`, clang only).
  * A snapshot is untrusted input (a file from another host, a bug report): whatever loads is
- * rendered as ps, holders, why, check and free text, and the text must never carry a raw control byte
- * (C0 but newline, DEL, C1) or a bidi override — every process-controlled string is escaped. The
- * JSON renderers must produce a document. */
+ * rendered as ps, holders, why, check and free text and as Prometheus metrics, and the text must
+ * never carry a raw control byte (C0 but newline, DEL, C1) or a bidi override — every
+ * process-controlled string is escaped. The JSON renderers must produce a document. */
 #include "diagnose/diagnose.h"
 #include "free/plan.h"
+#include "render/metrics.h"
 #include "render/render.h"
 #include "snapshot/snapshot.h"
 
@@ -93,6 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	render_check_text(f, &cr);
 	check_json(render_check_json(&cr));
 	free(cg);
+	struct metrics_opts mo = {.max_processes = 16, .scrape_duration_s = 0.01};
+	render_metrics(f, &s, &d, &mo);
 	diag_free(&d);
 
 	/* The plan for GPU 0 when there is one, and the /dev/shm clean-up. */

@@ -34,6 +34,8 @@
  *                                  or 40-byte ones (a layout no driver has used: an unknown future one)
  *   grow_between_calls N [TIMES]   each time a process list answers INSUFFICIENT_SIZE, N more
  *                                  processes (pid 40000+) join it, at most TIMES times [1]
+ *   init_delay_ms N                nvmlInit sleeps N ms first: a slow driver, for gpuwho serve's tests
+ *                                  of a scrape that arrives while a collection runs
  *   live_only                      memory follows the processes' lives, as the driver's does: at
  *                                  nvmlInit, a `proc` (of any line, before or after) whose pid has
  *                                  no live thread in /proc (gone, or a zombie whose threads all
@@ -45,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The NVML ABI, declared here as gpuwho declares it: independently of nvml.h. */
 typedef int nvmlReturn_t;
@@ -106,6 +109,7 @@ static struct {
 	char driver[80], nvml[80];
 	int init_error;
 	bool live_only;
+	unsigned init_delay_ms;
 	unsigned ngpus, nfails, stride, grow, grow_times;
 	struct fgpu gpus[MAX_GPUS];
 	struct ffail fails[MAX_FAILS];
@@ -234,6 +238,8 @@ static bool scenario_line(char *line)
 		snprintf(S.nvml, sizeof S.nvml, "%s", tok[1]);
 	else if (!strcmp(tok[0], "live_only") && n == 1)
 		S.live_only = true;
+	else if (!strcmp(tok[0], "init_delay_ms") && n == 2 && num(tok[1], &a) && a <= 600000)
+		S.init_delay_ms = (unsigned)a;
 	else if (!strcmp(tok[0], "init_error") && n == 2 && num(tok[1], &a))
 		S.init_error = (int)a;
 	else if (!strcmp(tok[0], "stride") && n == 2 && num(tok[1], &a) && (a == 24 || a == 32 || a == 40))
@@ -408,6 +414,11 @@ static nvmlReturn_t do_init(const char *fn)
 {
 	if (!scenario_load())
 		return 999;
+	if (S.init_delay_ms) {
+		struct timespec ts = {.tv_sec = S.init_delay_ms / 1000, .tv_nsec = (long)(S.init_delay_ms % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	int rc = S.init_error ? S.init_error : injected(fn, -1);
 	S.init = rc == 0;
 	return rc;
