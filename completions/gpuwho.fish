@@ -30,9 +30,10 @@ complete -c gpuwho -n __fish_use_subcommand -a why -d 'verdict per GPU: why its 
 complete -c gpuwho -n __fish_use_subcommand -a free -d 'safe cleanup of GPUs: the plan (dry run) unless --yes'
 complete -c gpuwho -n __fish_use_subcommand -a holders -d 'who holds these files (default: every NVIDIA device node)'
 complete -c gpuwho -n __fish_use_subcommand -a plan -d 'pre-flight of an SGLang/vLLM launch: GPU and host memory'
+complete -c gpuwho -n __fish_use_subcommand -a check -d 'health check for schedulers (Slurm epilog, NHC): silent and 0 when clean'
 complete -c gpuwho -n __fish_use_subcommand -a snapshot -d 'everything collected, as one JSON file'
 complete -c gpuwho -n __fish_use_subcommand -a help -d 'the help of a command'
-complete -c gpuwho -n '__fish_seen_subcommand_from help' -a 'ps why free holders plan snapshot'
+complete -c gpuwho -n '__fish_seen_subcommand_from help' -a 'ps why free holders plan check snapshot'
 
 # Before the command: the common options and the version
 complete -c gpuwho -n __fish_use_subcommand -l json -d 'machine-readable output'
@@ -43,19 +44,19 @@ complete -c gpuwho -n __fish_use_subcommand -l color -d 'colour: --color=auto, a
 complete -c gpuwho -n __fish_use_subcommand -s V -l version -d 'print the version and exit'
 
 # Options several commands share
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free snapshot' -l nvml -r -F -d 'load this libnvidia-ml instead of libnvidia-ml.so.1'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free snapshot' -l no-nvml -d 'do not ask NVML'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders snapshot' -l from -r -F -d 'read a snapshot (gpuwho snapshot -o FILE) instead of this host'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free' -s i -l id -x -a '(__gpuwho_gpus)' -d 'select a GPU, as nvidia-smi -i does'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan' -l json -d 'machine-readable output'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan' -l color -d 'colour: --color=auto, always or never'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan snapshot' -s h -l help -d 'this text'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check snapshot' -l nvml -r -F -d 'load this libnvidia-ml instead of libnvidia-ml.so.1'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check snapshot' -l no-nvml -d 'do not ask NVML'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders check snapshot' -l from -r -F -d 'read a snapshot (gpuwho snapshot -o FILE) instead of this host'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check' -s i -l id -x -a '(__gpuwho_gpus)' -d 'select a GPU, as nvidia-smi -i does'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check' -l json -d 'machine-readable output'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check' -l color -d 'colour: --color=auto, always or never'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check snapshot' -s h -l help -d 'this text'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps holders' -l format -x -a 'text json csv' -d 'output format: text, json or csv'
 # --color takes its value only as --color=WHEN
 complete -c gpuwho -n 'string match -q -- "--color=*" (commandline -ct)' -a '--color=auto --color=always --color=never'
 
 # GPU selectors as operands
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free' -a '(__gpuwho_gpus)'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check' -a '(__gpuwho_gpus)'
 
 # free
 complete -c gpuwho -n '__fish_seen_subcommand_from free' -l yes -d 'act (default: dry run)'
@@ -65,6 +66,11 @@ complete -c gpuwho -n '__fish_seen_subcommand_from free' -l all-users -d "signal
 complete -c gpuwho -n '__fish_seen_subcommand_from free' -l spill -d 'signal processes that also use GPUs not selected'
 complete -c gpuwho -n '__fish_seen_subcommand_from free' -l shm -d 'also remove /dev/shm segments whose creator has exited'
 complete -c gpuwho -n '__fish_seen_subcommand_from free' -l reset -d 'with --yes, as root: reset the GPU once nothing holds it'
+
+# check
+complete -c gpuwho -n '__fish_seen_subcommand_from check' -l wait -x -d 'poll until clean or this many seconds have passed'
+complete -c gpuwho -n '__fish_seen_subcommand_from check' -l ended-job -x -d 'the Slurm job that just ended'
+complete -c gpuwho -n '__fish_seen_subcommand_from check' -l host -d 'also report host-wide problems (never failed on)'
 
 # holders
 complete -c gpuwho -n '__fish_seen_subcommand_from holders' -s v -l verbose -d 'a block per holder'

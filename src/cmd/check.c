@@ -33,9 +33,9 @@ static const char usage[] =
 	"NVML first, then every process's files only when NVML shows memory it cannot tie to a live\n"
 	"process. A GPU whose memory is still being released is not a failure (see --wait).\n"
 	"\n"
-	"Which GPUs: the arguments (an index, a UUID, a PCI bus id, /dev/nvidiaN; comma lists; all),\n"
-	"else $SLURM_JOB_GPUS, else $SLURM_STEP_GPUS, else $CUDA_VISIBLE_DEVICES (indexes or UUIDs),\n"
-	"else every GPU.\n"
+	"Which GPUs: the arguments (and -i), else $SLURM_JOB_GPUS, else $SLURM_STEP_GPUS, else\n"
+	"$CUDA_VISIBLE_DEVICES (indexes or UUIDs), else every GPU.\n"
+	CLI_GPU_SELECTORS_HELP
 	"\n"
 	"Options:\n"
 	"  --wait SECONDS   poll until the GPUs are clean or SECONDS have passed (memory is freed by the\n"
@@ -47,6 +47,8 @@ static const char usage[] =
 	"                   \"host: ...\" lines; they never fail the check\n"
 	"  --from FILE      check a snapshot (gpuwho snapshot -o FILE) instead of this host\n"
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
+	"  --no-nvml        do not ask NVML (check then has nothing to judge: exit 3)\n"
+	CLI_GPU_ID_HELP
 	CLI_COMMON_HELP
 	"\n"
 	"Examples:\n"
@@ -97,35 +99,13 @@ static int parse_opt(int opt, const char *arg, void *ctx)
 	return -1;
 }
 
-/* Splits every argument at commas into *out (borrowed pieces of one malloc'ed copy each, kept in
- * *keep). "all" anywhere selects every GPU (*n = 0). */
-static void split_selectors(char *const *args, int nargs, char ***out, size_t *n, char ***keep, size_t *nkeep)
-{
-	*out = NULL;
-	*n = 0;
-	bool all = false;
-	for (int i = 0; i < nargs; i++) {
-		char *copy = xstrdup(args[i]);
-		strv_push(keep, nkeep, copy);
-		for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
-			if (!strcmp(tok, "all"))
-				all = true;
-			else if (*tok) {
-				*out = xrealloc(*out, (*n + 1) * sizeof **out);
-				(*out)[(*n)++] = tok;
-			}
-	}
-	if (all)
-		*n = 0;
-}
-
 /* The selectors and where they came from: the arguments, else the scheduler's variables. CUDA's
  * "NoDevFiles" and negative indexes (hide every GPU) select nothing we could check: all, then. */
 static const char *pick_source(int nargs, const char **value)
 {
 	*value = NULL;
 	if (nargs > 0)
-		return "arguments";
+		return "arguments";   /* operands or -i */
 	static const char *const vars[] = {"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"};
 	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
 		const char *v = getenv(vars[i]);
@@ -181,7 +161,7 @@ static void sleep_s(double s)
 
 int cmd_check(int argc, char **argv)
 {
-	struct cli c = {.cmd = "check"};
+	struct cli c = {.cmd = "check", .gpus = true};
 	struct check_args a = {0};
 	static const struct option own[] = {
 		{"wait", required_argument, NULL, OPT_WAIT},
@@ -194,14 +174,11 @@ int cmd_check(int argc, char **argv)
 		return cli_exit_for(r);
 	const char *ended = a.ended_job ? a.ended_job : epilog_job();
 	const char *envsel;
-	const char *source = pick_source(argc - r, &envsel);
-	char **sels, **keep = NULL;
-	size_t nsels, nkeep = 0;
+	const char *source = pick_source(argc - r + c.nids, &envsel);
+	/* cmd_select_gpus takes comma lists and "all" (account_select_list), as the variables hold them. */
 	char *envv[1] = {(char *)envsel};
-	if (envsel)
-		split_selectors(envv, 1, &sels, &nsels, &keep, &nkeep);
-	else
-		split_selectors(argv + r, argc - r, &sels, &nsels, &keep, &nkeep);
+	char *const *sels = envsel ? envv : argv + r;
+	int nsels = envsel ? 1 : argc - r;
 
 	uint64_t t0 = now_ns();
 	struct snapshot s;
@@ -219,7 +196,7 @@ int cmd_check(int argc, char **argv)
 			break;
 		free(gsel);
 		gsel = NULL;
-		if (cmd_select_gpus(&c, &d.acct, sels, (int)nsels, &gsel) != EXIT_FINE) {
+		if (cmd_select_gpus(&c, &d.acct, sels, nsels, &gsel) != EXIT_FINE) {
 			if (envsel)
 				fprintf(stderr, "gpuwho check: (the selectors above come from $%s)\n", source);
 			code = EXIT_USAGE;
@@ -269,9 +246,5 @@ out:
 out_nodiag:
 	free(gpus);
 	free(gsel);
-	free(sels);
-	for (size_t i = 0; i < nkeep; i++)
-		free(keep[i]);
-	free(keep);
 	return code;
 }

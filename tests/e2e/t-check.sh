@@ -47,7 +47,9 @@ test_memory_of_an_exited_pid_triggers_the_full_walk_and_finds_the_heir() {
 	[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
 	expect_jq "$out" '.scan == "full" and (.gpus[0].ok) and (.gpus[1].ok | not)'
 	expect_jq "$out" ".gpus[1].verdict == \"inherited_holder\" and (.gpus[1].pids | index($HPID))"
-	expect_jq "$out" ".gpus[1].line | startswith(\"gpu 1: 3,590 MiB of exited PID $LPID held by PID $HPID\")"
+	# Another suite's process on this host may hold the same stand-in (/dev/random): the line then
+	# names the lowest PID "and others"; the heir is in pids either way.
+	expect_jq "$out" ".gpus[1].line | startswith(\"gpu 1: 3,590 MiB of exited PID $LPID held by PID \")"
 }
 
 test_gpus_come_from_arguments_then_slurm_then_cuda_variables() {

@@ -1,7 +1,7 @@
 /* fuzz_render: libFuzzer target for the renderers over loaded snapshots (`make fuzz`, clang only).
  * A snapshot is untrusted input (a file from another host, a bug report): whatever loads is
- * rendered as ps, holders, why and free text and as Prometheus metrics, and the text must never
- * carry a raw control byte (C0 but newline, DEL, C1) or a bidi override — every
+ * rendered as ps, holders, why, check and free text and as Prometheus metrics, and the text must
+ * never carry a raw control byte (C0 but newline, DEL, C1) or a bidi override — every
  * process-controlled string is escaped. The JSON renderers must produce a document. */
 #include "diagnose/diagnose.h"
 #include "free/plan.h"
@@ -75,6 +75,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diagnose(&s, &d);
 	render_why_text(f, &d, NULL, &ro);
 	check_json(render_why_json(&d, NULL, s.host_pidns, -1));
+	/* check's lines: every GPU judged bad, with its worst finding and the first row as the ended
+	 * job's process, so that each line's wording meets the snapshot's bytes. */
+	struct check_gpu *cg = calloc(d.acct.ngpus + 1, sizeof *cg);
+	if (!cg)
+		abort();
+	for (size_t k = 0; k < d.acct.ngpus; k++) {
+		cg[k].slot = k;
+		for (size_t i = 0; i < d.nfindings && !cg[k].finding; i++)
+			if (d.findings[i].slot == (int)k)
+				cg[k].finding = &d.findings[i];
+		const struct account_gpu *g = &d.acct.gpus[k];
+		cg[k].job_row = g->nprocs && g->procs[0].info ? &g->procs[0] : NULL;
+		cg[k].bad = cg[k].finding || cg[k].job_row;
+	}
+	struct check_report cr = {.s = &s, .d = &d, .gpus = cg, .ngpus = d.acct.ngpus, .selected_by = "all",
+				  .ended_job = "4242", .host = true, .inspected = true};
+	render_check_text(f, &cr);
+	check_json(render_check_json(&cr));
+	free(cg);
 	struct metrics_opts mo = {.max_processes = 16, .scrape_duration_s = 0.01};
 	render_metrics(f, &s, &d, &mo);
 	diag_free(&d);
