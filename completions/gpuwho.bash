@@ -3,7 +3,7 @@
 # Works with and without the bash-completion package.
 
 # The commands, as `gpuwho --help` lists them ("help" is `gpuwho help CMD`).
-_gpuwho_commands="ps why free holders plan check snapshot"
+_gpuwho_commands="ps why free holders plan check metrics serve snapshot"
 
 # Each command's options, exactly as its `gpuwho CMD --help` lists them ("top": `gpuwho --help`
 # and its common options). tests/e2e/t-completions.sh checks this table against --help both ways,
@@ -24,10 +24,13 @@ declare -gA _gpuwho_opts=(
 		--overhead=SIZE --avg-tokens=N --json --color[=WHEN] -h --help"
 	[check]="--wait=SECONDS --ended-job=JOBID --host --from=FILE --nvml=FILE --no-nvml -i=GPU --id=GPU --json
 		--color[=WHEN] -h --help"
+	[metrics]="-o=FILE --output=FILE --max-processes=N --from=FILE --nvml=FILE --no-nvml -h --help"
+	[serve]="--listen=ADDR:PORT --scrape-timeout=SECONDS --max-processes=N --scan-interval=SECONDS --from=FILE
+		--nvml=FILE --no-nvml -h --help"
 	[snapshot]="-o=FILE --output=FILE --redact --resample=SECONDS --from=FILE --nvml=FILE --no-nvml -h --help"
 )
 # What each command's operands are: GPU selectors, FILE paths, a COMMAND line (after --), or none.
-declare -gA _gpuwho_operands=([ps]=GPU [why]=GPU [free]=GPU [holders]=FILE [plan]=COMMAND [check]=GPU [snapshot]="")
+declare -gA _gpuwho_operands=([ps]=GPU [why]=GPU [free]=GPU [holders]=FILE [plan]=COMMAND [check]=GPU [metrics]="" [serve]="" [snapshot]="")
 
 # _gpuwho_names CMD: the option names of CMD, one per word (--color, --from, ...).
 _gpuwho_names() {

@@ -31,9 +31,11 @@ complete -c gpuwho -n __fish_use_subcommand -a free -d 'safe cleanup of GPUs: th
 complete -c gpuwho -n __fish_use_subcommand -a holders -d 'who holds these files (default: every NVIDIA device node)'
 complete -c gpuwho -n __fish_use_subcommand -a plan -d 'pre-flight of an SGLang/vLLM launch: GPU and host memory'
 complete -c gpuwho -n __fish_use_subcommand -a check -d 'health check for schedulers (Slurm epilog, NHC): silent and 0 when clean'
+complete -c gpuwho -n __fish_use_subcommand -a metrics -d 'Prometheus text: memory used, unattributed and stuck per GPU, findings'
+complete -c gpuwho -n __fish_use_subcommand -a serve -d 'the same over HTTP (/metrics, /healthz)'
 complete -c gpuwho -n __fish_use_subcommand -a snapshot -d 'everything collected, as one JSON file'
 complete -c gpuwho -n __fish_use_subcommand -a help -d 'the help of a command'
-complete -c gpuwho -n '__fish_seen_subcommand_from help' -a 'ps why free holders plan check snapshot'
+complete -c gpuwho -n '__fish_seen_subcommand_from help' -a 'ps why free holders plan check metrics serve snapshot'
 
 # Before the command: the common options and the version
 complete -c gpuwho -n __fish_use_subcommand -l json -d 'machine-readable output'
@@ -44,13 +46,13 @@ complete -c gpuwho -n __fish_use_subcommand -l color -d 'colour: --color=auto, a
 complete -c gpuwho -n __fish_use_subcommand -s V -l version -d 'print the version and exit'
 
 # Options several commands share
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check snapshot' -l nvml -r -F -d 'load this libnvidia-ml instead of libnvidia-ml.so.1'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check snapshot' -l no-nvml -d 'do not ask NVML'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders check snapshot' -l from -r -F -d 'read a snapshot (gpuwho snapshot -o FILE) instead of this host'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check metrics serve snapshot' -l nvml -r -F -d 'load this libnvidia-ml instead of libnvidia-ml.so.1'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check metrics serve snapshot' -l no-nvml -d 'do not ask NVML'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders check metrics serve snapshot' -l from -r -F -d 'read a snapshot (gpuwho snapshot -o FILE) instead of this host'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free check' -s i -l id -x -a '(__gpuwho_gpus)' -d 'select a GPU, as nvidia-smi -i does'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check' -l json -d 'machine-readable output'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check' -l color -d 'colour: --color=auto, always or never'
-complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check snapshot' -s h -l help -d 'this text'
+complete -c gpuwho -n '__fish_seen_subcommand_from ps why free holders plan check metrics serve snapshot' -s h -l help -d 'this text'
 complete -c gpuwho -n '__fish_seen_subcommand_from ps holders' -l format -x -a 'text json csv' -d 'output format: text, json or csv'
 # --color takes its value only as --color=WHEN
 complete -c gpuwho -n 'string match -q -- "--color=*" (commandline -ct)' -a '--color=auto --color=always --color=never'
@@ -88,6 +90,13 @@ complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l avg-tokens -x -d 'tokens per request for concurrency (default 4000)'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and __gpuwho_after_dashdash' -F -a '(__fish_complete_command)'
 
+# metrics
+complete -c gpuwho -n '__fish_seen_subcommand_from metrics' -s o -l output -r -F -d 'write to FILE instead of stdout'
+complete -c gpuwho -n '__fish_seen_subcommand_from metrics serve' -l max-processes -x -d 'at most N process series per GPU'
+# serve
+complete -c gpuwho -n '__fish_seen_subcommand_from serve' -l listen -x -d 'where to listen (default 127.0.0.1:9835)'
+complete -c gpuwho -n '__fish_seen_subcommand_from serve' -l scrape-timeout -x -d 'seconds a scrape waits for its collection'
+complete -c gpuwho -n '__fish_seen_subcommand_from serve' -l scan-interval -x -d 'at most one full fd walk per S seconds'
 # snapshot
 complete -c gpuwho -n '__fish_seen_subcommand_from snapshot' -s o -l output -r -F -d 'write to FILE (-: standard output)'
 complete -c gpuwho -n '__fish_seen_subcommand_from snapshot' -l redact -d 'replace command lines, user names, cgroups and the host name'
