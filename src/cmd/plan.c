@@ -81,7 +81,8 @@ struct opts {
 	long pid;
 	const char *model_config;
 	double gpu_mem, host_mem, weights, overhead;
-	bool has_gpu_mem, has_host_mem, has_weights;
+	bool has_gpu_mem, has_host_mem, has_weights, has_overhead;
+	const char *log;
 	long avg_tokens;
 };
 
@@ -181,6 +182,7 @@ static int on_option(int opt, const char *arg, void *ctx)
 		o->has_weights = true;
 		return opt_size(o, "weights-gb", arg, PLAN_GB, 1, 1e16, "1 byte to 10,000 TB", &o->weights);
 	case OPT_OVERHEAD:
+		o->has_overhead = true;
 		return opt_size(o, "overhead", arg, PLAN_GIB, 0, 64 * PLAN_GIB * 1024, "0 to 64 TiB", &o->overhead);
 	case OPT_MODEL_CONFIG:
 		o->model_config = arg;
@@ -298,6 +300,24 @@ int cmd_plan(int argc, char **argv)
 		error_escaped(&c, "", l.error ? l.error : "cannot parse the launch command");
 		goto out;
 	}
+	if (l.config_file) {
+		/* --config FILE: its settings under the command line's (a relative path is looked up from
+		 * here; for --pid, from the process's working directory when readable). */
+		char *text = NULL, *cpath = o.pid && l.config_file[0] != '/' ? xasprintf("/proc/%ld/cwd/%s", o.pid, l.config_file)
+										: xstrdup(l.config_file);
+		size_t tlen = 0;
+		int rc = readfile_at(AT_FDCWD, cpath, &text, &tlen, 1u << 20);
+		if (rc < 0) {
+			fact_note(&f, "--config %s: %s; its settings are not counted", l.config_file, strerror(-rc));
+		} else if (launch_apply_config(&l, text, tlen, f.argc, f.argv)) {
+			error_escaped(&c, "--config: ", l.error ? l.error : "cannot apply");
+			free(text);
+			free(cpath);
+			goto out;
+		}
+		free(text);
+		free(cpath);
+	}
 
 	/* Which CUDA_VISIBLE_DEVICES the launch would see: its own prefix, the process's, or ours. */
 	if (l.has_cuda_visible)
@@ -338,6 +358,7 @@ int cmd_plan(int argc, char **argv)
 		.launch = &l,
 		.model = f.model,
 		.overhead_bytes = o.overhead,
+		.estimate_overhead = !o.has_overhead,
 		.avg_tokens = o.avg_tokens,
 		.host_gpus = plan_gpu_count_live(),
 		.cuda_visible = f.cuda_visible,
@@ -388,6 +409,7 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 
+	f.weights_total = in.weights_bytes;
 	free(err);
 	err = NULL;
 	if (plan_compute(&in, &res, &err)) {

@@ -85,12 +85,28 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 		put_line(f, o, 2, "budget: %s GiB total (%s) × %s %.2f%s = %s GiB; reserve %s GiB", plan_fmt(b1, r->gpu_total / PLAN_GIB, 1),
 			 pf->gpu_source, r->fraction_flag, r->fraction, r->fraction_assumed ? " (assumed)" : "",
 			 plan_fmt(b2, r->budget / PLAN_GIB, 1), plan_fmt(b3, r->reserve / PLAN_GIB, 1));
-	if (r->has_weights)
+	if (r->has_weights && r->weights_estimated)
+		put_line(f, o, 2, "weights: %s GiB per GPU of %s GB (%s), %s GiB of it held whole on every rank%s",
+			 plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, pf->weights_total / PLAN_GB, 0),
+			 pf->weights_source, plan_fmt(b3, r->replicated / PLAN_GIB, 2), l->has_cpu_offload ? " − --cpu-offload-gb" : "");
+	else if (r->has_weights)
 		put_line(f, o, 2, "weights: %s GiB per GPU = %s GB (%s) / (tp %d × pp %d)%s", plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1),
-			 plan_fmt(b2, r->weights_per_gpu * l->tp * l->pp / PLAN_GB + (l->has_cpu_offload ? l->cpu_offload_gib * PLAN_GIB * l->tp * l->pp / PLAN_GB : 0), 0),
-			 pf->weights_source, l->tp, l->pp, l->has_cpu_offload ? " − --cpu-offload-gb" : "");
+			 plan_fmt(b2, pf->weights_total / PLAN_GB, 0), pf->weights_source, l->tp, l->pp,
+			 l->has_cpu_offload ? " − --cpu-offload-gb" : "");
 	else
 		put_line(f, o, 2, "weights: unknown (%s)", pf->weights_source);
+	if (r->nterms > 1 && r->has_kv_pool) {
+		/* In the order the engine counts: the GPU, what is gone before it measures, the fraction's
+		 * reserve, the weights, then what the profile adds. */
+		static const char *const order[] = {"cuda_total", "others", "context", "comm", "reserve", "weights",
+						    "replicated", "activation", "overhead", "kv_cache_memory"};
+		put_line(f, o, 2, "the account, GiB per GPU:");
+		for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+			for (int i = 0; i < r->nterms; i++)
+				if (!strcmp(r->terms[i].key, order[k]))
+					put_line(f, o, 4, "%+8.2f  %s", r->terms[i].bytes / PLAN_GIB, r->terms[i].how);
+		put_line(f, o, 4, "%8.2f  = the KV pool", r->kv_pool / PLAN_GIB);
+	}
 
 	fprintf(f, "\nKV cache, per rank: %s\n", verdict_upper(r->kv_verdict));
 	put_line(f, o, 2, "%s", r->kv_message);
@@ -168,8 +184,7 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jm, "head_dim", jnum(m && !m->mla, m ? m->head_dim : 0));
 	json_object_set_new(jm, "v_head_dim", jnum(m && !m->mla, m ? m->v_head_dim : 0));
 	json_object_set_new(jm, "dtype", json_str_or_null(m ? m->torch_dtype : NULL));
-	json_object_set_new(jm, "weights_bytes", jnum(r->has_weights, r->weights_per_gpu * l->tp * l->pp +
-									  (l->has_cpu_offload ? l->cpu_offload_gib * PLAN_GIB * l->tp * l->pp : 0)));
+	json_object_set_new(jm, "weights_bytes", jnum(r->has_weights, pf->weights_total));
 	json_object_set_new(jm, "weights_source", json_str_or_null(r->has_weights ? pf->weights_source : NULL));
 	json_object_set_new(root, "model", jm);
 
@@ -202,6 +217,19 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jg, "weights_bytes_per_gpu", jnum(r->has_weights, round(r->weights_per_gpu)));
 	json_object_set_new(jg, "overhead_bytes", jnum(true, round(r->overhead)));
 	json_object_set_new(jg, "kv_pool_bytes", jnum(r->has_kv_pool, round(r->kv_pool)));
+	json_object_set_new(jg, "replicated_bytes_per_gpu", jnum(r->has_weights && r->weights_estimated, round(r->replicated)));
+	json_object_set_new(jg, "context_bytes", jnum(true, round(r->context)));
+	json_object_set_new(jg, "comm_bytes", jnum(true, round(r->comm)));
+	json_object_set_new(jg, "activation_bytes", jnum(true, round(r->activation)));
+	json_t *jt = json_array();
+	for (int i = 0; i < r->nterms; i++) {
+		json_t *t = json_object();
+		json_object_set_new(t, "term", json_string(r->terms[i].key));
+		json_object_set_new(t, "bytes", json_real(round(r->terms[i].bytes)));
+		json_object_set_new(t, "how", json_string(r->terms[i].how));
+		json_array_append_new(jt, t);
+	}
+	json_object_set_new(jg, "terms", jt);
 	json_object_set_new(root, "gpu_memory", jg);
 
 	json_t *jk = json_object();

@@ -39,7 +39,7 @@ test_cuda_visible_devices_prefix_too_few_gpus_exits_1() {
 }
 
 test_env_options_before_the_program_are_understood() {
-	out=$("$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \
+	out=$("$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 100 -- \
 		env -u VAR -i CUDA_VISIBLE_DEVICES=2,3 python3 -m sglang.launch_server --model-path m --tp 2) || fail "exit $?: $out"
 	expect_jq "$out" '.engine == "sglang" and .gpus.gpu_ids == ["2","3"]'
 	out=$(CUDA_VISIBLE_DEVICES=4,5 "$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \

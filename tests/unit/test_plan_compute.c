@@ -80,7 +80,7 @@ static void seed_at_085_holds_116k_tokens_and_29_requests(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
 	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.85");
 	assert_true(s.r.has_cell);
 	assert_true(s.r.cell_bytes == 70272);
@@ -103,7 +103,7 @@ static void seed_at_093_with_hicache_300_does_not_fit_and_says_49(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
 	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.93", "--enable-hierarchical-cache",
 	    "--hicache-size", "300");
 	assert_int_equal(s.r.tokens, 233475);
@@ -129,7 +129,7 @@ static void hicache_ratio_scales_the_device_pool(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache");
 	assert_int_equal(s.r.nhost, 1);
 	assert_string_equal(s.r.host[0].flag, "--hicache-ratio");
@@ -137,7 +137,7 @@ static void hicache_ratio_scales_the_device_pool(void **state)
 	assert_int_equal(s.r.host_verdict, PLAN_FITS);
 	done(&s);
 	/* Ratio 4 asks 525 GB: does not fit; (408 GB − 10 GiB) / 8 / 16.4 GB = 3.0. */
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache", "--hicache-ratio", "4");
 	assert_int_equal(s.r.host[0].verdict, PLAN_NO_FIT);
 	assert_true(fabs(s.r.host[0].max_value - 3.0) < 1e-9);
@@ -272,7 +272,7 @@ static void unknown_gpu_memory_still_judges_the_host(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 0, 408e9, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 0, 408e9, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--enable-hierarchical-cache", "--hicache-size", "300");
 	assert_int_equal(s.r.gpu_verdict, PLAN_UNKNOWN);
 	assert_string_equal(s.r.gpu_message, "GPU memory unknown: pass --gpu-mem GiB");
