@@ -4,6 +4,7 @@
 #include "cmd/common.h"
 #include "escape.h"
 #include "json.h"
+#include "plan/enginelog.h"
 #include "plan/launch.h"
 #include "plan/live.h"
 #include "plan/model.h"
@@ -44,6 +45,8 @@ static const char usage_text[] =
 	"  --overhead SIZE    per-GPU memory besides weights and KV: CUDA context, communication\n"
 	"                     buffers, vLLM's activation peak (default 0.5 GiB)\n"
 	"  --avg-tokens N     tokens per request (prompt + output) for concurrency (default 4000)\n"
+	"  --log FILE         an SGLang or vLLM server log of this launch: print predicted against\n"
+	"                     what the engine printed (KV tokens, pool, weights, ...), term by term\n"
 	"SIZE is a number with an optional unit: GB/TB (10^9/10^12 bytes), GiB/TiB (2^30/2^40), MB, MiB.\n"
 	"A bare number is GiB, except for --weights-gb where it is GB (as model hubs count).\n"
 	"\n"
@@ -63,7 +66,7 @@ static const char usage_text[] =
 	"cannot parse (the message names the flag), 3 the process given to --pid cannot be read.\n"
 	"Formulas and their sources: docs/plan.md. JSON schema: docs/json.md.\n";
 
-enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG };
+enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG, OPT_LOG };
 
 static const struct option options[] = {
 	{"pid", required_argument, NULL, OPT_PID},
@@ -73,6 +76,7 @@ static const struct option options[] = {
 	{"weights-gb", required_argument, NULL, OPT_WEIGHTS},
 	{"overhead", required_argument, NULL, OPT_OVERHEAD},
 	{"avg-tokens", required_argument, NULL, OPT_AVG},
+	{"log", required_argument, NULL, OPT_LOG},
 	{0},
 };
 
@@ -187,6 +191,9 @@ static int on_option(int opt, const char *arg, void *ctx)
 	case OPT_MODEL_CONFIG:
 		o->model_config = arg;
 		return 0;
+	case OPT_LOG:
+		o->log = arg;
+		return 0;
 	case OPT_AVG:
 		if (!parse_uint(arg, &n) || n < 1 || n > 1000000000) {
 			cli_error(o->c, "--avg-tokens: a whole number of tokens from 1 to 1,000,000,000");
@@ -272,7 +279,10 @@ int cmd_plan(int argc, char **argv)
 	struct plan_result res = {0};
 	char **pargv = NULL, *pcvd = NULL, *dir = NULL, *cfg_path = NULL, *err = NULL, *wsrc = NULL, *how = NULL;
 	int pargc = 0;
-	bool has_pcvd = false, have_model = false;
+	bool has_pcvd = false, have_model = false, have_log = false;
+	struct engine_log elog;
+	struct log_compare cmp = {0};
+	memset(&elog, 0, sizeof elog);
 	memset(&l, 0, sizeof l);
 
 	if (o.pid && r < argc) {
@@ -299,6 +309,37 @@ int cmd_plan(int argc, char **argv)
 	if (launch_parse(f.argc, f.argv, &l)) {
 		error_escaped(&c, "", l.error ? l.error : "cannot parse the launch command");
 		goto out;
+	}
+	if (o.log) {
+		/* The log is read whole (up to 256 MiB: a start-up log is kilobytes; anything bigger is
+		 * cut there, and its memory lines are near the start). */
+		char *text = NULL;
+		size_t tlen = 0;
+		int rc = readfile_at(AT_FDCWD, o.log, &text, &tlen, 256u << 20);
+		char *pe = escape_term(o.log, strlen(o.log));
+		if (rc < 0) {
+			cli_error(&c, "--log %s: %s", pe, strerror(-rc));
+			free(pe);
+			goto out;
+		}
+		char *lerr = NULL;
+		rc = engine_log_parse(text, tlen, &elog, &lerr);
+		free(text);
+		if (rc) {
+			char *pre = xasprintf("--log %s: ", pe);
+			error_escaped(&c, pre, lerr);
+			free(pre);
+			free(lerr);
+			free(pe);
+			goto out;
+		}
+		free(pe);
+		have_log = true;
+		if (elog.engine != LAUNCH_UNKNOWN && elog.engine != l.engine)
+			fact_note(&f, "--log is a %s log but the launch is %s's", launch_engine_name(elog.engine),
+				  launch_engine_name(l.engine));
+		if (elog.tokens_from_blocks && l.page_size)
+			elog.tokens = elog.tokens / 16 * (uint64_t)l.page_size;
 	}
 	if (l.config_file) {
 		/* --config FILE: its settings under the command line's (a relative path is looked up from
@@ -416,18 +457,26 @@ int cmd_plan(int argc, char **argv)
 		error_escaped(&c, "", err ? err : "cannot plan this launch");
 		goto out;
 	}
+	if (have_log)
+		engine_log_compare(&elog, &res, &cmp);
 	if (c.json) {
-		cmd_print_json(render_plan_json(&l, &res, &f));
+		json_t *j = render_plan_json(&l, &res, &f);
+		if (have_log)
+			json_object_set_new(j, "log", render_plan_log_json(o.log, &elog, &cmp));
+		cmd_print_json(j);
 	} else {
 		/* The report fits 80 columns wherever it goes (a terminal, a ticket, a log). */
 		struct render_opts ro = cmd_render_opts(&c);
 		ro.width = 80;
 		render_plan_text(stdout, &l, &res, &f, &ro);
+		if (have_log)
+			render_plan_log_text(stdout, o.log, &elog, &cmp, &ro);
 	}
 	ret = res.verdict == PLAN_NO_FIT ? EXIT_PROBLEM : EXIT_FINE;
 out:
 	if (ret == EXIT_USAGE)
 		fputs("Try 'gpuwho plan --help'.\n", stderr);
+	log_compare_free(&cmp);
 	plan_result_free(&res);
 	model_config_free(&model);
 	launch_free(&l);

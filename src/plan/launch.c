@@ -197,6 +197,8 @@ static const struct flagdef flags[] = {
 	{"--disable-overlap-schedule", SG, F_SKIPB, X_NONE},
 	{"--enable-flashinfer-allreduce-fusion", SG, F_SKIPB, X_NONE},
 	{"--enable-piecewise-cuda-graph", SG, F_SKIPB, X_NONE},
+	{"--enforce-piecewise-cuda-graph", SG, F_SKIPB, X_NONE},
+	{"--piecewise-cuda-graph-max-tokens", SG, F_SKIP, X_NONE},
 	{"--disable-cuda-graph-padding", SG, F_SKIPB, X_NONE},
 	{"--show-time-cost", SG, F_SKIPB, X_NONE},
 	{"--enable-ep-moe", SG, F_SKIPB, X_NONE},

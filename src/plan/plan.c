@@ -274,6 +274,22 @@ static int plan_kv_cell(const struct plan_input *in, struct plan_result *r, char
 		 * every TP rank holds all of it. vLLM's fp8_ds_mla packs 512 fp8 values, 4 float scales and
 		 * the 64 rotary values in bf16: 656 bytes. */
 		bool ds = l->kv_dtype && !strcmp(l->kv_dtype, "fp8_ds_mla");
+		/* DeepSeek-V3.2 keeps its fp8 MLA cache in that layout in both engines (vLLM maps fp8 to
+		 * fp8_ds_mla; SGLang's NSA pool stores 512 fp8 + 4 scales + 64 bf16 rope), and SGLang picks
+		 * fp8 by itself on Blackwell (server_args.py, NSA models on SM100). The GPU's size stands in
+		 * for its architecture here: above 150 GiB is a B200/B300-class part. */
+		bool auto_kv = !l->kv_dtype || !strcmp(l->kv_dtype, "auto");
+		if (m->index_head_dim && l->kv_dtype && !strncmp(l->kv_dtype, "fp8", 3))
+			ds = true;
+		if (m->index_head_dim && auto_kv && l->engine == LAUNCH_SGLANG && in->has_gpu_total &&
+		    in->gpu_total_bytes > 150 * PLAN_GIB) {
+			ds = true;
+			free(r->kv_dtype);
+			r->kv_dtype = xstrdup("fp8_e4m3");
+			r->kv_dtype_bytes = 1;
+			add_note(r, "DeepSeek-V3.2 on a Blackwell-sized GPU: SGLang stores its KV cache in fp8 by default "
+				    "(656 bytes a layer); pass --kv-cache-dtype to be exact");
+		}
 		double per_layer = ds ? 656 : (double)(m->kv_lora_rank + m->qk_rope_head_dim) * r->kv_dtype_bytes;
 		/* DeepSeek-V3.2's indexer caches an fp8 key of index_head_dim and a float scale per 128. */
 		double idx = m->index_head_dim ? m->index_head_dim + m->index_head_dim / 128.0 * 4 : 0;
@@ -415,14 +431,17 @@ static double comm_bytes(const struct launch *l)
 	return world > 1 ? fmin(2.0, 0.25 * (double)world) * PLAN_GIB : 0;
 }
 
-/* vLLM's profile run (gpu_model_runner.py profile_run) pushes max_num_batched_tokens through the
- * model and max_num_seqs through the sampler; the torch peak above the weights is what it keeps
- * out of the pool. Estimated from the shapes: the largest of the layer's live tensors (hidden
- * states, q/k/v, the MLP or fused-MoE intermediates) and the sampler's float32 logits. */
+/* vLLM's profile run (v1/worker/gpu_model_runner.py profile_run) pushes max_num_batched_tokens
+ * through the model, then max_num_seqs rows of logits through the sampler (_dummy_sampler_run);
+ * the torch peak above the weights is kept out of the pool. Defaults (engine/arg_utils.py, for
+ * `vllm serve`): 8192 tokens and 1024 sequences on GPUs of 70 GiB or more other than A100, else
+ * 2048 and 256. Estimated from the shapes: the layer's largest live tensors (hidden states, q/k/v,
+ * the MLP or fused-MoE intermediates) or the sampler's float32 logits with their sorted copies,
+ * int64 indices and probabilities (about 24 bytes an element). */
 static double vllm_activation(const struct launch *l, const struct model_config *m, double gpu_bytes, char **how)
 {
-	bool big = gpu_bytes >= 70 * PLAN_GIB;
-	double n = l->max_batched ? (double)l->max_batched : big ? 16384 : 8192;
+	bool big = gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
+	double n = l->max_batched ? (double)l->max_batched : big ? 8192 : 2048;
 	double seqs = l->max_running ? (double)l->max_running : big ? 1024 : 256;
 	if (!m || !m->hidden) {
 		*how = xstrdup("activation peak: model shapes unknown, 0.5 GiB assumed");
@@ -434,12 +453,13 @@ static double vllm_activation(const struct launch *l, const struct model_config 
 			    : n * (m->heads + 2.0 * m->kv_heads) / tp * m->head_dim * 2;
 	double mlp = n * 3 * (m->intermediate ? m->intermediate : 4 * H) / tp * 2;
 	if (m->experts)
-		mlp = n * (m->experts_per_tok ? m->experts_per_tok : 8) * (3 * (m->moe_intermediate ? m->moe_intermediate : H) / tp + H) * 2;
-	double logits = fmin(seqs, n) * V * 4 * 2;
+		mlp = fmax(mlp * (m->first_dense ? 1 : 0),
+			   n * (m->experts_per_tok ? m->experts_per_tok : 8) * (3 * (m->moe_intermediate ? m->moe_intermediate : H) / tp + H) * 2);
 	double fwd = hidden + fmax(qkv, mlp);
-	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, sampler of %.0f sequences "
-			 "%.2f GiB)", n, fwd / PLAN_GIB, fmin(seqs, n), logits / PLAN_GIB);
-	return fmax(fwd, logits);
+	double sampler = fmin(seqs, n) * V * 24;
+	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, sampler over %.0f "
+			 "sequences %.2f GiB)", n, fwd / PLAN_GIB, fmin(seqs, n), sampler / PLAN_GIB);
+	return fmax(fwd, sampler + n * H * 2);
 }
 
 static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)

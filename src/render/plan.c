@@ -1,7 +1,9 @@
 /* render/plan: `gpuwho plan`'s report — the verdict first, then GPUs, GPU memory, KV cache and
  * host memory, each with the numbers behind it — and its JSON (docs/json.md, "plan"). */
 #include "json.h"
+#include "plan/enginelog.h"
 #include "plan/plan.h"
+#include "escape.h"
 #include "render/render.h"
 #include "util.h"
 
@@ -284,4 +286,66 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_decref(rn);
 	json_object_set_new(root, "notes", notes);
 	return root;
+}
+
+static void fmt_value(char *buf, const struct log_row *w, bool has, double v)
+{
+	char b[40];
+	if (!has)
+		snprintf(buf, 40, "—");
+	else if (!strcmp(w->key, "tokens"))
+		snprintf(buf, 40, "%s", plan_fmt(b, v, 0));
+	else
+		snprintf(buf, 40, "%s GiB", plan_fmt(b, v / PLAN_GIB, 2));
+}
+
+void render_plan_log_text(FILE *f, const char *path, const struct engine_log *lg, const struct log_compare *c,
+			  const struct render_opts *o)
+{
+	char *p = escape_term(path, strlen(path));
+	fprintf(f, "\nAgainst the log %s (%s, %d memory line%s):\n", p, launch_engine_name(lg->engine), lg->lines,
+		lg->lines == 1 ? "" : "s");
+	free(p);
+	put_line(f, o, 2, "%-22s %14s %14s %8s", "", "predicted", "printed", "error");
+	for (int i = 0; i < c->nrows; i++) {
+		const struct log_row *w = &c->rows[i];
+		char a[40], b[40], e[16] = "";
+		fmt_value(a, w, w->has_predicted, w->predicted);
+		fmt_value(b, w, w->has_logged, w->logged);
+		if (w->has_predicted && w->has_logged && w->logged > 0)
+			snprintf(e, sizeof e, "%+.1f%%", w->error * 100);
+		put_line(f, o, 2, "%-22.22s %14s %14s %8s", w->what, a, b, e);
+	}
+	if (lg->refused)
+		put_line(f, o, 2, "the engine refused to start: one max_model_len request did not fit");
+	if (lg->tokens_from_blocks)
+		put_line(f, o, 2, "printed tokens from \"# GPU blocks\" × the block size");
+	put_line(f, o, 2, "%s", c->summary);
+	if (c->has_error)
+		put_line(f, o, 2, "token count %s by %.1f%%%s", c->error >= 0 ? "over-predicted" : "under-predicted",
+			 fabs(c->error) * 100, fabs(c->error) <= 0.10 ? " (within 10%)" : " (more than 10%)");
+}
+
+json_t *render_plan_log_json(const char *path, const struct engine_log *lg, const struct log_compare *c)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "file", json_str_or_null(path));
+	json_object_set_new(j, "engine", json_string(lg->engine == LAUNCH_SGLANG ? "sglang" : lg->engine == LAUNCH_VLLM ? "vllm" : "unknown"));
+	json_object_set_new(j, "lines", json_integer(lg->lines));
+	json_object_set_new(j, "refused", json_boolean(lg->refused));
+	json_t *rows = json_array();
+	for (int i = 0; i < c->nrows; i++) {
+		const struct log_row *w = &c->rows[i];
+		json_t *r = json_object();
+		json_object_set_new(r, "term", json_string(w->key));
+		json_object_set_new(r, "what", json_string(w->what));
+		json_object_set_new(r, "predicted", jnum(w->has_predicted, round(w->predicted)));
+		json_object_set_new(r, "printed", jnum(w->has_logged, round(w->logged)));
+		json_object_set_new(r, "error", jnum(w->has_predicted && w->has_logged && w->logged > 0, w->error));
+		json_array_append_new(rows, r);
+	}
+	json_object_set_new(j, "terms", rows);
+	json_object_set_new(j, "tokens_error", jnum(c->has_error, c->error));
+	json_object_set_new(j, "summary", json_string(c->summary));
+	return j;
 }
