@@ -226,7 +226,10 @@ void engine_log_compare(const struct engine_log *lg, const struct plan_result *r
 {
 	memset(c, 0, sizeof *c);
 	fill(row(c, "tokens", "KV tokens per rank"), r->has_tokens, (double)r->tokens, lg->has_tokens, (double)lg->tokens);
-	fill(row(c, "kv_pool", "KV pool per GPU"), r->has_kv_pool, r->kv_pool, lg->has_kv_bytes, lg->kv_bytes);
+	/* A log that prints only the token count still states the pool: tokens × bytes a token. */
+	bool derived = !lg->has_kv_bytes && lg->has_tokens && r->has_cell;
+	fill(row(c, "kv_pool", derived ? "KV pool (from the tokens)" : "KV pool per GPU"), r->has_kv_pool,
+	     r->kv_pool, lg->has_kv_bytes || derived, lg->has_kv_bytes ? lg->kv_bytes : (double)lg->tokens * r->cell_bytes);
 	fill(row(c, "weights", "weights per GPU"), r->has_weights, r->weights_per_gpu, lg->has_weights, lg->weights);
 	if (lg->engine == LAUNCH_VLLM || (lg->engine == LAUNCH_UNKNOWN && r->activation > 0)) {
 		if (lg->has_total)
@@ -237,7 +240,7 @@ void engine_log_compare(const struct engine_log *lg, const struct plan_result *r
 			fill(row(c, "non_torch", "non-torch memory"), true, r->comm, true, lg->non_torch);
 	} else {
 		if (lg->has_free_before)
-			fill(row(c, "free_at_start", "free when SGLang measures (its fraction's base)"), r->has_gpu_total,
+			fill(row(c, "free_at_start", "free at start (SGLang base)"), r->has_gpu_total,
 			     r->cuda_total - r->context - r->comm, true, lg->free_before);
 		if (lg->has_comm)
 			fill(row(c, "comm", "NCCL / all-reduce at start"), true, r->comm, true, lg->comm);
@@ -247,28 +250,32 @@ void engine_log_compare(const struct engine_log *lg, const struct plan_result *r
 	c->error = t->error;
 	/* Which known term moves the pool most: each byte of a term is a byte of pool (SGLang's
 	 * pre-measure terms count × the fraction). */
-	const char *worst = NULL;
-	double wbytes = 0;
+	const struct log_row *worst = NULL;
+	double wpool = 0;   /* what the worst term's difference does to the pool */
 	for (int i = 1; i < c->nrows; i++) {
 		const struct log_row *w = &c->rows[i];
 		if (!w->has_predicted || !w->has_logged || !strcmp(w->key, "kv_pool"))
 			continue;
 		double d = w->predicted - w->logged;
-		if (!strcmp(w->key, "free_at_start") || !strcmp(w->key, "cuda_total"))
-			d = -d * r->fraction;
-		if (fabs(d) > fabs(wbytes)) {
-			wbytes = d;
-			worst = w->what;
+		/* More memory free at start means more pool (× the fraction for SGLang); more of any
+		 * other term means less. */
+		double pool = !strcmp(w->key, "free_at_start") || !strcmp(w->key, "cuda_total") ? d * r->fraction : -d;
+		if (fabs(pool) > fabs(wpool)) {
+			wpool = pool;
+			worst = w;
 		}
 	}
 	const struct log_row *k = &c->rows[1];
 	if (worst && k->has_predicted && k->has_logged)
-		c->summary = xasprintf("the pool is %+.2f GiB off; %s accounts for %+.2f GiB of it", (k->predicted - k->logged) / GIB,
-				       worst, -wbytes / GIB);
+		c->summary = xasprintf("the pool is %+.2f GiB off; the largest term difference is %s, predicted %.2f GiB %s "
+				       "than printed (%+.2f GiB of pool)", (k->predicted - k->logged) / GIB, worst->what,
+				       fabs(worst->predicted - worst->logged) / GIB,
+				       worst->predicted > worst->logged ? "higher" : "lower", wpool / GIB);
 	else if (k->has_predicted && k->has_logged)
-		c->summary = xasprintf("the pool is %+.2f GiB off; the log states no term that explains it", (k->predicted - k->logged) / GIB);
+		c->summary = xasprintf("the pool is %+.2f GiB off; the log states no term that explains it",
+				       (k->predicted - k->logged) / GIB);
 	else
-		c->summary = xstrdup("the log gives the token count only: no term to compare");
+		c->summary = xstrdup("the log gives no pool size to compare");
 }
 
 void log_compare_free(struct log_compare *c)

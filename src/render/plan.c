@@ -292,7 +292,7 @@ static void fmt_value(char *buf, const struct log_row *w, bool has, double v)
 {
 	char b[40];
 	if (!has)
-		snprintf(buf, 40, "—");
+		snprintf(buf, 40, "-");
 	else if (!strcmp(w->key, "tokens"))
 		snprintf(buf, 40, "%s", plan_fmt(b, v, 0));
 	else
@@ -306,7 +306,8 @@ void render_plan_log_text(FILE *f, const char *path, const struct engine_log *lg
 	fprintf(f, "\nAgainst the log %s (%s, %d memory line%s):\n", p, launch_engine_name(lg->engine), lg->lines,
 		lg->lines == 1 ? "" : "s");
 	free(p);
-	put_line(f, o, 2, "%-22s %14s %14s %8s", "", "predicted", "printed", "error");
+	/* A table: fixed columns, so printed as is (every cell is a number or one of our own labels). */
+	fprintf(f, "  %-28s %14s %14s %8s\n", "", "predicted", "printed", "error");
 	for (int i = 0; i < c->nrows; i++) {
 		const struct log_row *w = &c->rows[i];
 		char a[40], b[40], e[16] = "";
@@ -314,7 +315,7 @@ void render_plan_log_text(FILE *f, const char *path, const struct engine_log *lg
 		fmt_value(b, w, w->has_logged, w->logged);
 		if (w->has_predicted && w->has_logged && w->logged > 0)
 			snprintf(e, sizeof e, "%+.1f%%", w->error * 100);
-		put_line(f, o, 2, "%-22.22s %14s %14s %8s", w->what, a, b, e);
+		fprintf(f, "  %-28.28s %14s %14s %8s\n", w->what, a, b, e);
 	}
 	if (lg->refused)
 		put_line(f, o, 2, "the engine refused to start: one max_model_len request did not fit");
