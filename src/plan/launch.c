@@ -979,12 +979,12 @@ static int recognise(struct words *w, struct launch *l)
 			}
 			if (!strcmp(mod, "sglang.launch_server") || !strcmp(mod, "sglang_router.launch_server")) {
 				l->engine = LAUNCH_SGLANG;
-				l->entry = xasprintf("python -m %s", mod);
+				l->entry = xasprintf("%s -m %s", module ? "torchrun" : "python", mod);
 				return i;
 			}
 			if (!strcmp(mod, "vllm.entrypoints.openai.api_server")) {
 				l->engine = LAUNCH_VLLM;
-				l->entry = xasprintf("python -m %s", mod);
+				l->entry = xasprintf("%s -m %s", module ? "torchrun" : "python", mod);
 				return i;
 			}
 			if (!strcmp(mod, "vllm.entrypoints.cli.main") && i < argc && !strcmp(argv[i], "serve")) {
