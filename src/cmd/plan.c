@@ -425,15 +425,24 @@ int cmd_plan(int argc, char **argv)
 	} else {
 		f.weights_source = "pass --weights-gb";
 	}
-	double live;
+	double live, reserved, used;
 	if (o.has_gpu_mem) {
 		in.has_gpu_total = true;
 		in.gpu_total_bytes = o.gpu_mem;
 		f.gpu_source = "--gpu-mem";
-	} else if (!c.no_nvml && plan_gpu_total_live(c.nvml_path, &live)) {
+	} else if (!c.no_nvml && plan_gpu_live(c.nvml_path, &live, &reserved, &used)) {
+		/* CUDA's total is NVML's less the driver's reserve; memory in use now is gone for the
+		 * launch too (except, with --pid, the server's own). */
 		in.has_gpu_total = true;
-		in.gpu_total_bytes = live;
-		f.gpu_source = "NVML";
+		in.gpu_total_bytes = live - reserved;
+		f.gpu_source = reserved > 0 ? "NVML, less the driver's reserve" : "NVML";
+		if (!o.pid) {
+			in.has_gpu_used = true;
+			in.gpu_used_bytes = used;
+		} else {
+			fact_note(&f, "--pid: the memory in use on the GPUs includes the server's own, so it is not "
+				      "taken off (other processes' share is unknown)");
+		}
 	} else {
 		fact_note(&f, "GPU memory unknown: pass --gpu-mem GiB");
 	}

@@ -559,6 +559,17 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 				 plan_fmt(b3, r->cuda_total / PLAN_GIB, 1));
 		add_term(r, "kv_cache_memory", 0, "--kv-cache-memory %s GiB sets the pool", plan_fmt(b1, l->kv_cache_memory / PLAN_GIB, 2));
 	}
+	if (!sg && used_by_others > r->cuda_total - r->budget) {
+		/* vLLM V1 refuses to start when less than total × utilization is free (gpu_worker.py
+		 * init_device: "Free memory on device ... is less than desired GPU memory utilization"). */
+		r->gpu_verdict = PLAN_NO_FIT;
+		r->gpu_message = xasprintf("vLLM refuses to start: other processes hold %s GiB, so less than %s × %.2f = "
+					   "%s GiB is free; at most --gpu-memory-utilization %.2f",
+					   plan_fmt(b1, used_by_others / PLAN_GIB, 1), plan_fmt(b2, r->cuda_total / PLAN_GIB, 1),
+					   r->fraction, plan_fmt(b3, r->budget / PLAN_GIB, 1),
+					   floor((r->cuda_total - used_by_others) / r->cuda_total * 100) / 100);
+		return;
+	}
 	if (r->kv_pool > 0) {
 		r->gpu_verdict = PLAN_FITS;
 		r->gpu_message = xasprintf("weights %s GiB + %s %s GiB leave %s GiB of the %s GiB budget for the KV cache",

@@ -72,4 +72,20 @@ test_model_nowhere_asks_for_config_and_never_downloads() {
 	expect_has "$out" "pass --model-config FILE"
 }
 
+# Live NVML: CUDA's total is NVML's less the driver's reserve, and memory in use on the GPUs is gone
+# for the launch (SGLang measures after it; vLLM refuses when less than total × utilization is free).
+test_live_nvml_reserve_and_memory_in_use() {
+	printf 'gpu 0 total_mib=81920 reserved_mib=512 used_mib=20480\ngpu 1 total_mib=81920 reserved_mib=512\n' >"$TMP/nv.scn"
+	out=$(FAKE_NVML_SCENARIO="$TMP/nv.scn" "$GPUWHO" plan --json --nvml "$TESTBIN/fake_nvml.so" --host-mem 1TB \
+		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- \
+		python3 -m sglang.launch_server --model-path m --mem-fraction-static 0.8); rc=$?
+	[ "$rc" -le 1 ] || fail "exit $rc: $out"
+	expect_jq "$out" '.gpu_memory.total_source == "NVML, less the driver'"'"'s reserve" and .gpu_memory.total_bytes == 85362475008'
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "others")] | length == 1'
+	out=$(FAKE_NVML_SCENARIO="$TMP/nv.scn" "$GPUWHO" plan --json --nvml "$TESTBIN/fake_nvml.so" --host-mem 1TB \
+		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- vllm serve m); rc=$?
+	[ "$rc" -eq 1 ] || fail "exit $rc, want 1: $out"
+	expect_jq "$out" '.gpu_memory.message | test("vLLM refuses to start: other processes hold 20.0 GiB")'
+}
+
 run_tests
