@@ -732,13 +732,15 @@ static void plan_host(const struct plan_input *in, struct plan_result *r)
 		it->max_unit = "GiB per GPU";
 	}
 	if (!sg && l->has_swap_space && l->swap_space_gib > 0) {
+		/* V1 (the default since 0.8, the only engine since 0.11) allocates no swap space: it
+		 * recomputes preempted requests; V0 pinned this many GiB per GPU. */
 		struct plan_host_item *it = add_item(r, "--swap-space", l->swap_space_gib, "per GPU",
-						     "KV swap space (legacy V0 engine)", ranks);
+						     "KV swap space (allocated by the legacy V0 engine only)", ranks);
 		it->known = true;
-		it->each_bytes = l->swap_space_gib * PLAN_GIB;
+		it->each_bytes = 0;
 		it->max_unit = "GiB per GPU";
-		add_note(r, "--swap-space is GiB per GPU and only the legacy V0 engine allocates it; vLLM's V1 engine "
-			    "recomputes preempted requests instead");
+		add_note(r, "--swap-space %g is GiB per GPU, but vLLM's V1 engine allocates none of it (counted as 0); "
+			    "the legacy V0 engine pinned %g GiB on this node", l->swap_space_gib, l->swap_space_gib * ranks);
 	}
 	if (!sg && l->has_kv_offload && l->kv_offload_gib > 0) {
 		/* One buffer per engine instance, shared out across its TP ranks. */
@@ -751,8 +753,8 @@ static void plan_host(const struct plan_input *in, struct plan_result *r)
 		it->known = true;
 		it->each_bytes = l->kv_offload_gib * PLAN_GIB;
 		it->max_unit = "GiB in total";
-		add_note(r, "--kv-offloading-size is GiB in total across the TP ranks (%g GiB each at TP %d): the "
-			    "opposite of SGLang's per-rank --hicache-size", l->kv_offload_gib / l->tp, l->tp);
+		add_note(r, "--kv-offloading-size is GiB in total for the engine, %g GiB for each of its tp × pp = %lld "
+			    "ranks: the opposite of SGLang's per-rank --hicache-size", l->kv_offload_gib / (double)tp_pp, tp_pp);
 	}
 
 	double total = 0;
@@ -877,8 +879,6 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 	if (in->model && in->model->index_head_dim)
 		add_note(r, "DeepSeek-V3.2's indexer keeps %d + %d bytes a token and layer of its own (counted)",
 			 in->model->index_head_dim, in->model->index_head_dim / 32);
-	if (l->engine == LAUNCH_VLLM && l->has_swap_space)
-		add_note(r, "--swap-space allocates nothing in vLLM's V1 engine (the default since 0.8)");
 	r->verdict = worse(worse(r->gpus_verdict, r->gpu_verdict), worse(r->kv_verdict, r->host_verdict));
 	return 0;
 }

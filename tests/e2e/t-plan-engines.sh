@@ -12,7 +12,7 @@ test_vllm_tp4_kv_offloading_size_is_the_total() {
 	expect_jq "$out" '.engine == "vllm" and .gpus.gpus == 4'
 	expect_jq "$out" '.host_memory.items[0] | .flag == "--kv-offloading-size" and .count == 1 and .total_bytes == 68719476736'
 	expect_jq "$out" '.kv_cache.bytes_per_token == 81920'
-	expect_jq "$out" '[.notes[] | select(test("total across the TP ranks"))] | length == 1'
+	expect_jq "$out" '[.notes[] | select(test("GiB in total for the engine"))] | length == 1'
 }
 
 test_sglang_tp4_hicache_size_is_per_rank() {
