@@ -933,6 +933,13 @@ static int recognise(struct words *w, struct launch *l)
 				l->entry = xasprintf("docker run %s (entrypoint vllm serve)", img);
 				return i;
 			}
+			/* lmsysorg/sglang has no entrypoint of its own; flags right after it can only be
+			 * launch_server's. */
+			if (strstr(img, "sglang") && i < argc && argv[i][0] == '-') {
+				l->engine = LAUNCH_SGLANG;
+				l->entry = xasprintf("docker run %s (taken as python3 -m sglang.launch_server)", img);
+				return i;
+			}
 			if (i >= argc)
 				return fail(l, "%s: the image's own command is unknown here; give the launch command after it", img), -1;
 			continue;

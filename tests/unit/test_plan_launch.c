@@ -362,6 +362,10 @@ static void containers_and_wrappers(void **state)
 	assert_int_equal(l.engine, LAUNCH_SGLANG);
 	assert_int_equal(l.tp, 8);
 	launch_free(&l);
+	assert_int_equal(PARSE(&l, "docker", "run", "lmsysorg/sglang:v0.5.4", "--model-path", "m", "--tp", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_int_equal(l.tp, 2);
+	launch_free(&l);
 	assert_int_equal(PARSE(&l, "torchrun", "--nproc-per-node", "8", "--master_port", "29500", "-m",
 			       "sglang.launch_server", "--model-path", "m", "--tp", "8"), 0);
 	assert_int_equal(l.engine, LAUNCH_SGLANG);
