@@ -388,6 +388,8 @@ static void plan_weights(const struct plan_input *in, struct plan_result *r)
 		nonexp *= k;
 		b_exp = bl;
 	}
+	/* Bytes a parameter of the non-expert parts now takes: 16-bit ones (router, embeddings, vision)
+	 * and linear layers (a byte for fp8), both scaled by what the checkpoint's total implied. */
 	double scale_nonexp = nonexp / fmax(1, (p_rep_attn + p_split_attn + p_dense + p_shared) * (fp8 ? 1 : 2) +
 						     (p_router + p_embed + p_vision) * 2);
 	double b16 = 2 * scale_nonexp, blin = (fp8 ? 1 : 2) * scale_nonexp;
@@ -497,7 +499,8 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	add_term(r, "cuda_total", r->cuda_total, "GPU total as CUDA reports it (torch.cuda.mem_get_info)");
 	double used_by_others = in->has_gpu_used ? in->gpu_used_bytes : 0;
 	if (in->estimate_overhead) {
-		r->context = CONTEXT_BYTES;
+		/* vLLM measures from a baseline taken after its CUDA context: only SGLang loses it. */
+		r->context = sg ? CONTEXT_BYTES : 0;
 		r->comm = comm_bytes(l);
 	}
 	/* SGLang: total_gpu_memory = free memory after the context and NCCL start, the minimum across
@@ -518,9 +521,10 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	}
 	if (used_by_others)
 		add_term(r, "others", -used_by_others * (sg ? r->fraction : 0), "memory other processes hold (live NVML)");
-	add_term(r, "reserve", -(r->cuda_total - used_by_others - r->context - r->comm) * (1 - r->fraction) +
-				       (sg ? 0 : -(r->context + r->comm) * 0),
-		 "%s %.3f keeps 1 − %.3f back", r->fraction_flag, r->fraction, r->fraction);
+	/* With SGLang's context, buffers and others' memory counted × the fraction above, what the
+	 * fraction keeps back is the GPU total × (1 − fraction) in both engines. */
+	add_term(r, "reserve", -r->cuda_total * (1 - r->fraction), "%s %.3f keeps 1 − %.3f of the total back",
+		 r->fraction_flag, r->fraction, r->fraction);
 	if (!r->has_weights) {
 		r->gpu_verdict = PLAN_UNKNOWN;
 		r->gpu_message = xasprintf("budget %s GiB per GPU; weights unknown: pass --weights-gb or a model folder "
