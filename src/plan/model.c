@@ -132,6 +132,15 @@ static void read_extras(json_t *root, json_t *o, struct model_config *m)
 	m->nextn_layers = opt_int(o, "num_nextn_predict_layers");
 	m->index_head_dim = opt_int(o, "index_head_dim");
 	m->max_position = opt_int(o, "max_position_embeddings");
+	m->sliding_window = opt_int(o, "sliding_window");
+	json_t *lt = json_object_get(o, "layer_types");
+	if (json_is_array(lt)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(lt, i, v)
+			if (json_is_string(v) && !strcmp(json_string_value(v), "sliding_attention"))
+				m->swa_layers++;
+	}
 	json_t *tie = json_object_get(o, "tie_word_embeddings");
 	m->tie_embeddings = json_is_true(tie);
 	json_t *q = json_object_get(o, "quantization_config");

@@ -880,6 +880,11 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 		add_note(r, "speculative decoding: a separate draft model's weights are not counted");
 	if (l->quantization)
 		add_note(r, "--quantization: weights counted as stored on disk; quantizing at load time changes them");
+	if (in->model && in->model->sliding_window && (in->model->swa_layers || l->engine == LAUNCH_VLLM))
+		add_note(r, "sliding-window layers (%d of %d, window %d) are counted as full attention: SGLang does so for "
+			    "GPT-OSS and Gemma (it turns its hybrid SWA pool off for them); vLLM's hybrid allocator and "
+			    "SGLang's SWA pool for other models hold more tokens than shown", in->model->swa_layers,
+			 in->model->layers, in->model->sliding_window);
 	if (in->model && in->model->index_head_dim)
 		add_note(r, "DeepSeek-V3.2's indexer keeps %d + %d bytes a token and layer of its own (counted)",
 			 in->model->index_head_dim, in->model->index_head_dim / 32);
