@@ -4,8 +4,9 @@
  * needs come in plan_input, read by plan/live.c (live) or given on the command line. Formulas and
  * their sources: docs/plan.md. */
 /* Layer plan/: `gpuwho plan` — the launch parser (launch.c), the model reader (model.c), the
- * arithmetic (plan.c, pure) and the live facts it needs (live.c). May include nvml/, proc/,
- * sys/, util; never snapshot/, diagnose/, free/, render/ or cmd/. */
+ * arithmetic (plan.c, pure), the engine-log reader and comparison (enginelog.c, pure) and the live
+ * facts it needs (live.c). May include nvml/, proc/, sys/, util; never snapshot/, diagnose/,
+ * free/, render/ or cmd/. */
 #ifndef GPUWHO_PLAN_PLAN_H
 #define GPUWHO_PLAN_PLAN_H
 
