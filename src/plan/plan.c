@@ -399,8 +399,19 @@ static void plan_weights(const struct plan_input *in, struct plan_result *r)
 	double moe_group = sg ? (l->ep > 1 ? l->ep : l->tp) : (l->expert_parallel ? (double)l->tp * l->dp : l->tp);
 	double stage = ((double)((m->layers + l->pp - 1) / l->pp)) / L;   /* the fullest stage's share of layers */
 	double rep = p_rep_attn * stage * blin + p_router * stage * b16 + p_vision * b16;
-	double split = p_split_attn * stage * blin / attn_tp + (p_dense + p_shared) * stage * blin / l->tp +
-		       p_embed * b16 / attn_tp / (l->pp > 1 ? 2 : 1);
+	/* The input embedding is vocab-parallel over TP, but whole on every rank under SGLang's DP
+	 * attention (deepseek_v2.py: VocabParallelEmbedding(enable_tp=not dp attention)); the LM head
+	 * stays split over the whole TP group unless --enable-dp-lm-head. With PP the first stage has
+	 * the one and the last the other: the fuller stage holds the larger. */
+	double in_embed = V * H * b16 / (sg && l->dp_attention ? 1 : l->tp);
+	double out_embed = m->tie_embeddings ? 0 : V * H * b16 / l->tp;
+	double embeds = l->pp > 1 ? fmax(in_embed, out_embed) : in_embed + out_embed;
+	double split = p_split_attn * stage * blin / attn_tp + (p_dense + p_shared) * stage * blin / l->tp + embeds;
+	if (sg && l->dp_attention && l->pp == 1) {
+		/* The whole input embedding is a replicated part: report it with them. */
+		rep += in_embed;
+		split -= in_embed;
+	}
 	double exp = p_exp * stage * b_exp / moe_group;
 	double mtp = l->speculative ? p_mtp * b_exp / moe_group : 0;
 	r->replicated = rep;
@@ -409,9 +420,10 @@ static void plan_weights(const struct plan_input *in, struct plan_result *r)
 	add_term(r, "weights", -(split + exp + mtp), "weights split across ranks: attention / %g, dense MLP and embeddings / "
 		 "%d, experts / %g%s%s", attn_tp, l->tp, moe_group, l->pp > 1 ? ", this stage's layers" : "",
 		 mtp ? ", with the MTP layer" : "");
-	add_term(r, "replicated", -rep, "weights every rank holds whole: %s%s%s",
+	add_term(r, "replicated", -rep, "weights every rank holds whole: %s%s%s%s",
 		 p_rep_attn ? "MLA q_a/kv_a projections, " : "", p_router ? "MoE routers, " : "",
-		 p_vision ? "the vision tower" : "(none)");
+		 sg && l->dp_attention && l->pp == 1 ? "the input embedding (DP attention), " : "",
+		 p_vision ? "the vision tower" : rep > 0 ? "no vision tower" : "(none)");
 	if (m->nextn_layers && !l->speculative)
 		add_note(r, "the checkpoint's %d MTP layer%s (%.1f GB) load%s only with speculative decoding: not counted",
 			 m->nextn_layers, m->nextn_layers == 1 ? "" : "s", p_mtp * b_exp / PLAN_GB, m->nextn_layers == 1 ? "s" : "");
