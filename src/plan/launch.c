@@ -732,8 +732,8 @@ static int env_options(struct launch *l, struct words *w, int i)
 	return i;
 }
 
-/* A program that only wraps the launch: nohup, numactl, taskset, nice, stdbuf, time, exec, uv run,
- * torchrun. Returns the index of the word after it and its options (i when argv[i] is none), or -1
+/* A program that only wraps the launch: nohup, sudo, numactl, taskset, nice, stdbuf, time, exec,
+ * uv run, torchrun. Returns the index of the word after it and its options (i when argv[i] is none), or -1
  * with l->error set. The wrapped launch is then recognised as usual. */
 static int skip_wrapper(struct launch *l, char *const *argv, int argc, int i, bool *module)
 {
@@ -744,6 +744,7 @@ static int skip_wrapper(struct launch *l, char *const *argv, int argc, int i, bo
 		const char *valued;   /* space-separated */
 	} w[] = {
 		{"nohup", ""},
+		{"sudo", "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --prompt"},
 		{"exec", "-a"},
 		{"time", "-f --format -o --output"},
 		{"nice", "-n --adjustment"},

@@ -377,6 +377,9 @@ static void containers_and_wrappers(void **state)
 	assert_int_equal(l.engine, LAUNCH_SGLANG);
 	assert_int_equal(l.dp, 2);
 	launch_free(&l);
+	assert_int_equal(PARSE(&l, "sudo", "-E", "-u", "svc", "CUDA_VISIBLE_DEVICES=3", "vllm", "serve", "m"), 0);
+	assert_string_equal(l.cuda_visible, "3");
+	launch_free(&l);
 	assert_int_equal(PARSE(&l, "env", "-u", "CUDA_VISIBLE_DEVICES", "stdbuf", "-oL", "vllm", "serve", "m"), 0);
 	assert_true(l.has_cuda_visible && !l.cuda_visible);
 	launch_free(&l);
