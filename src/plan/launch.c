@@ -733,8 +733,9 @@ static int env_options(struct launch *l, struct words *w, int i)
 }
 
 /* A program that only wraps the launch: nohup, sudo, numactl, taskset, nice, stdbuf, time, exec,
- * uv run, torchrun. Returns the index of the word after it and its options (i when argv[i] is none), or -1
- * with l->error set. The wrapped launch is then recognised as usual. */
+ * uv run, torchrun. Returns the index of the word after it and its options (i when argv[i] is
+ * none), or -1 with l->error set; *module is set for `torchrun -m`, whose -m is left at the index.
+ * The wrapped launch is then recognised as usual. */
 static int skip_wrapper(struct launch *l, char *const *argv, int argc, int i, bool *module)
 {
 	const char *p = base_name(argv[i]);
