@@ -4,6 +4,7 @@
 #include "cmd/common.h"
 #include "escape.h"
 #include "json.h"
+#include "plan/enginelog.h"
 #include "plan/launch.h"
 #include "plan/live.h"
 #include "plan/model.h"
@@ -30,8 +31,10 @@ static const char usage_text[] =
 	"its flags pin, multiplied out to the whole node. Nothing is launched and nothing is downloaded.\n"
 	"\n"
 	"Launch commands understood: python -m sglang.launch_server ..., sglang serve ...,\n"
-	"vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...\n"
-	"(a leading CUDA_VISIBLE_DEVICES=... and env with its options are honoured).\n"
+	"python -m sglang_router.launch_server ..., vllm serve MODEL ...,\n"
+	"python -m vllm.entrypoints.openai.api_server ..., also behind env, VAR=value, nohup,\n"
+	"numactl, taskset, uv run, torchrun -m, and docker/podman run IMAGE (vllm/vllm-openai's\n"
+	"entrypoint included); --config FILE (YAML) is read under the command line's flags.\n"
 	"\n"
 	"Options:\n"
 	"  --pid PID          plan the server running as PID (reads /proc/PID/cmdline and its\n"
@@ -41,9 +44,11 @@ static const char usage_text[] =
 	"  --model-config FILE  the model's config.json, when --model-path is not a local folder\n"
 	"                     or in the Hugging Face cache ($HF_HOME/hub)\n"
 	"  --weights-gb SIZE  the whole checkpoint's size (default: from the safetensors metadata)\n"
-	"  --overhead SIZE    per-GPU memory besides weights and KV: CUDA context, communication\n"
-	"                     buffers, vLLM's activation peak (default 0.5 GiB)\n"
+	"  --overhead SIZE    per-GPU memory besides weights and KV, replacing plan's estimate of\n"
+	"                     the CUDA context, communication buffers and vLLM's activation peak\n"
 	"  --avg-tokens N     tokens per request (prompt + output) for concurrency (default 4000)\n"
+	"  --log FILE         an SGLang or vLLM server log of this launch: print predicted against\n"
+	"                     what the engine printed (KV tokens, pool, weights, ...), term by term\n"
 	"SIZE is a number with an optional unit: GB/TB (10^9/10^12 bytes), GiB/TiB (2^30/2^40), MB, MiB.\n"
 	"A bare number is GiB, except for --weights-gb where it is GB (as model hubs count).\n"
 	"\n"
@@ -63,7 +68,7 @@ static const char usage_text[] =
 	"cannot parse (the message names the flag), 3 the process given to --pid cannot be read.\n"
 	"Formulas and their sources: docs/plan.md. JSON schema: docs/json.md.\n";
 
-enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG };
+enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG, OPT_LOG };
 
 static const struct option options[] = {
 	{"pid", required_argument, NULL, OPT_PID},
@@ -73,6 +78,7 @@ static const struct option options[] = {
 	{"weights-gb", required_argument, NULL, OPT_WEIGHTS},
 	{"overhead", required_argument, NULL, OPT_OVERHEAD},
 	{"avg-tokens", required_argument, NULL, OPT_AVG},
+	{"log", required_argument, NULL, OPT_LOG},
 	{0},
 };
 
@@ -81,7 +87,8 @@ struct opts {
 	long pid;
 	const char *model_config;
 	double gpu_mem, host_mem, weights, overhead;
-	bool has_gpu_mem, has_host_mem, has_weights;
+	bool has_gpu_mem, has_host_mem, has_weights, has_overhead;
+	const char *log;
 	long avg_tokens;
 };
 
@@ -181,9 +188,13 @@ static int on_option(int opt, const char *arg, void *ctx)
 		o->has_weights = true;
 		return opt_size(o, "weights-gb", arg, PLAN_GB, 1, 1e16, "1 byte to 10,000 TB", &o->weights);
 	case OPT_OVERHEAD:
+		o->has_overhead = true;
 		return opt_size(o, "overhead", arg, PLAN_GIB, 0, 64 * PLAN_GIB * 1024, "0 to 64 TiB", &o->overhead);
 	case OPT_MODEL_CONFIG:
 		o->model_config = arg;
+		return 0;
+	case OPT_LOG:
+		o->log = arg;
 		return 0;
 	case OPT_AVG:
 		if (!parse_uint(arg, &n) || n < 1 || n > 1000000000) {
@@ -270,7 +281,10 @@ int cmd_plan(int argc, char **argv)
 	struct plan_result res = {0};
 	char **pargv = NULL, *pcvd = NULL, *dir = NULL, *cfg_path = NULL, *err = NULL, *wsrc = NULL, *how = NULL;
 	int pargc = 0;
-	bool has_pcvd = false, have_model = false;
+	bool has_pcvd = false, have_model = false, have_log = false;
+	struct engine_log elog;
+	struct log_compare cmp = {0};
+	memset(&elog, 0, sizeof elog);
 	memset(&l, 0, sizeof l);
 
 	if (o.pid && r < argc) {
@@ -297,6 +311,55 @@ int cmd_plan(int argc, char **argv)
 	if (launch_parse(f.argc, f.argv, &l)) {
 		error_escaped(&c, "", l.error ? l.error : "cannot parse the launch command");
 		goto out;
+	}
+	if (o.log) {
+		/* The log is read whole (up to 256 MiB: a start-up log is kilobytes; anything bigger is
+		 * cut there, and its memory lines are near the start). */
+		char *text = NULL;
+		size_t tlen = 0;
+		int rc = readfile_at(AT_FDCWD, o.log, &text, &tlen, 256u << 20);
+		char *pe = escape_term(o.log, strlen(o.log));
+		if (rc < 0) {
+			cli_error(&c, "--log %s: %s", pe, strerror(-rc));
+			free(pe);
+			goto out;
+		}
+		char *lerr = NULL;
+		rc = engine_log_parse(text, tlen, &elog, &lerr);
+		free(text);
+		if (rc) {
+			char *pre = xasprintf("--log %s: ", pe);
+			error_escaped(&c, pre, lerr);
+			free(pre);
+			free(lerr);
+			free(pe);
+			goto out;
+		}
+		free(pe);
+		have_log = true;
+		if (elog.engine != LAUNCH_UNKNOWN && elog.engine != l.engine)
+			fact_note(&f, "--log is a %s log but the launch is %s's", launch_engine_name(elog.engine),
+				  launch_engine_name(l.engine));
+		if (elog.tokens_from_blocks && l.page_size)
+			elog.tokens = elog.tokens / 16 * (uint64_t)l.page_size;
+	}
+	if (l.config_file) {
+		/* --config FILE: its settings under the command line's (a relative path is looked up from
+		 * here; for --pid, from the process's working directory when readable). */
+		char *text = NULL, *cpath = o.pid && l.config_file[0] != '/' ? xasprintf("/proc/%ld/cwd/%s", o.pid, l.config_file)
+										: xstrdup(l.config_file);
+		size_t tlen = 0;
+		int rc = readfile_at(AT_FDCWD, cpath, &text, &tlen, 1u << 20);
+		if (rc < 0) {
+			fact_note(&f, "--config %s: %s; its settings are not counted", l.config_file, strerror(-rc));
+		} else if (launch_apply_config(&l, text, tlen, f.argc, f.argv)) {
+			error_escaped(&c, "--config: ", l.error ? l.error : "cannot apply");
+			free(text);
+			free(cpath);
+			goto out;
+		}
+		free(text);
+		free(cpath);
 	}
 
 	/* Which CUDA_VISIBLE_DEVICES the launch would see: its own prefix, the process's, or ours. */
@@ -338,6 +401,7 @@ int cmd_plan(int argc, char **argv)
 		.launch = &l,
 		.model = f.model,
 		.overhead_bytes = o.overhead,
+		.estimate_overhead = !o.has_overhead,
 		.avg_tokens = o.avg_tokens,
 		.host_gpus = plan_gpu_count_live(),
 		.cuda_visible = f.cuda_visible,
@@ -361,15 +425,24 @@ int cmd_plan(int argc, char **argv)
 	} else {
 		f.weights_source = "pass --weights-gb";
 	}
-	double live;
+	double live, reserved, used;
 	if (o.has_gpu_mem) {
 		in.has_gpu_total = true;
 		in.gpu_total_bytes = o.gpu_mem;
 		f.gpu_source = "--gpu-mem";
-	} else if (!c.no_nvml && plan_gpu_total_live(c.nvml_path, &live)) {
+	} else if (!c.no_nvml && plan_gpu_live(c.nvml_path, &live, &reserved, &used)) {
+		/* CUDA's total is NVML's less the driver's reserve; memory in use now is gone for the
+		 * launch too (except, with --pid, the server's own). */
 		in.has_gpu_total = true;
-		in.gpu_total_bytes = live;
-		f.gpu_source = "NVML";
+		in.gpu_total_bytes = live - reserved;
+		f.gpu_source = reserved > 0 ? "NVML, less the driver's reserve" : "NVML";
+		if (!o.pid) {
+			in.has_gpu_used = true;
+			in.gpu_used_bytes = used;
+		} else {
+			fact_note(&f, "--pid: the memory in use on the GPUs includes the server's own, so it is not "
+				      "taken off (other processes' share is unknown)");
+		}
 	} else {
 		fact_note(&f, "GPU memory unknown: pass --gpu-mem GiB");
 	}
@@ -388,24 +461,33 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 
+	f.weights_total = in.weights_bytes;
 	free(err);
 	err = NULL;
 	if (plan_compute(&in, &res, &err)) {
 		error_escaped(&c, "", err ? err : "cannot plan this launch");
 		goto out;
 	}
+	if (have_log)
+		engine_log_compare(&elog, &res, &cmp);
 	if (c.json) {
-		cmd_print_json(render_plan_json(&l, &res, &f));
+		json_t *j = render_plan_json(&l, &res, &f);
+		if (have_log)
+			json_object_set_new(j, "log", render_plan_log_json(o.log, &elog, &cmp));
+		cmd_print_json(j);
 	} else {
 		/* The report fits 80 columns wherever it goes (a terminal, a ticket, a log). */
 		struct render_opts ro = cmd_render_opts(&c);
 		ro.width = 80;
 		render_plan_text(stdout, &l, &res, &f, &ro);
+		if (have_log)
+			render_plan_log_text(stdout, o.log, &elog, &cmp, &ro);
 	}
 	ret = res.verdict == PLAN_NO_FIT ? EXIT_PROBLEM : EXIT_FINE;
 out:
 	if (ret == EXIT_USAGE)
 		fputs("Try 'gpuwho plan --help'.\n", stderr);
+	log_compare_free(&cmp);
 	plan_result_free(&res);
 	model_config_free(&model);
 	launch_free(&l);

@@ -31,6 +31,8 @@ enum field {
 	X_NONE, X_MODEL, X_REVISION, X_TP, X_DP, X_PP, X_EP, X_NNODES, X_DP_LOCAL, X_DP_ATTN, X_EXPERT_PAR,
 	X_BASE_GPU, X_GPU_STEP, X_MEMFRAC, X_KV_DTYPE, X_DTYPE, X_PAGE, X_CTX, X_MAXRUN, X_HICACHE,
 	X_HICACHE_SIZE, X_HICACHE_RATIO, X_SWAP, X_CPU_OFFLOAD, X_KV_OFFLOAD, X_SPEC, X_QUANT,
+	X_SPEC_ALGO, X_SPEC_CONFIG, X_MAX_TOTAL, X_KV_MEM, X_CHUNKED, X_MAX_PREFILL, X_MAX_BATCHED, X_GRAPH_BS,
+	X_NO_GRAPH, X_CONFIG,
 	X_NFIELDS
 };
 
@@ -85,9 +87,25 @@ static const struct flagdef flags[] = {
 	{"--swap-space", VL, F_SIZE, X_SWAP},
 	{"--cpu-offload-gb", BOTH, F_SIZE, X_CPU_OFFLOAD},
 	{"--kv-offloading-size", VL, F_SIZE, X_KV_OFFLOAD},
-	{"--speculative-algorithm", SG, F_STR, X_SPEC},
+	{"--speculative-algorithm", SG, F_STR, X_SPEC_ALGO},
+	{"--speculative-algo", SG, F_STR, X_SPEC_ALGO},
 	{"--speculative-draft-model-path", SG, F_STR, X_SPEC},
-	{"--speculative-config", VL, F_STR, X_SPEC},
+	{"--speculative-draft-model", SG, F_STR, X_SPEC},
+	{"--speculative-num-steps", SG, F_SKIP, X_NONE},
+	{"--speculative-eagle-topk", SG, F_SKIP, X_NONE},
+	{"--speculative-num-draft-tokens", SG, F_SKIP, X_NONE},
+	{"--speculative-config", VL, F_STR, X_SPEC_CONFIG},
+	{"-sc", VL, F_STR, X_SPEC_CONFIG},
+	{"--max-total-tokens", SG, F_INT, X_MAX_TOTAL},
+	{"--kv-cache-memory", VL, F_STR, X_KV_MEM},
+	{"--kv-cache-memory-bytes", VL, F_STR, X_KV_MEM},
+	{"--chunked-prefill-size", SG, F_STR, X_CHUNKED},
+	{"--max-prefill-tokens", SG, F_INT, X_MAX_PREFILL},
+	{"--max-num-batched-tokens", VL, F_LEN, X_MAX_BATCHED},
+	{"--cuda-graph-max-bs", SG, F_INT, X_GRAPH_BS},
+	{"--disable-cuda-graph", SG, F_BOOL, X_NO_GRAPH},
+	{"--enforce-eager", VL, F_BOOL, X_NO_GRAPH},
+	{"--config", BOTH, F_STR, X_CONFIG},
 	{"--speculative-model", VL, F_STR, X_SPEC},
 	{"--quantization", BOTH, F_STR, X_QUANT},
 	{"-q", VL, F_STR, X_QUANT},
@@ -107,10 +125,6 @@ static const struct flagdef flags[] = {
 	{"--load-format", BOTH, F_SKIP, X_NONE},
 	{"--download-dir", BOTH, F_SKIP, X_NONE},
 	{"--attention-backend", SG, F_SKIP, X_NONE},
-	{"--chunked-prefill-size", SG, F_SKIP, X_NONE},
-	{"--max-prefill-tokens", SG, F_SKIP, X_NONE},
-	{"--max-num-batched-tokens", VL, F_SKIP, X_NONE},
-	{"--cuda-graph-max-bs", SG, F_SKIP, X_NONE},
 	{"--seed", BOTH, F_SKIP, X_NONE},
 	{"--dist-init-addr", SG, F_SKIP, X_NONE},
 	{"--node-rank", SG, F_SKIP, X_NONE},
@@ -121,8 +135,6 @@ static const struct flagdef flags[] = {
 	{"--kv-offloading-backend", VL, F_SKIP, X_NONE},
 	{"--schedule-policy", SG, F_SKIP, X_NONE},
 	{"--trust-remote-code", BOTH, F_SKIPB, X_NONE},
-	{"--enforce-eager", VL, F_SKIPB, X_NONE},
-	{"--disable-cuda-graph", SG, F_SKIPB, X_NONE},
 	{"--disable-radix-cache", SG, F_SKIPB, X_NONE},
 	{"--enable-prefix-caching", VL, F_SKIPB, X_NONE},
 	{"--no-enable-prefix-caching", VL, F_SKIPB, X_NONE},
@@ -139,6 +151,58 @@ static const struct flagdef flags[] = {
 	{"--disable-hybrid-kv-cache-manager", VL, F_SKIPB, X_NONE},
 	{"--enable-cache-report", SG, F_SKIPB, X_NONE},
 	{"--enable-p2p-check", SG, F_SKIPB, X_NONE},
+	/* More that people paste, none of which moves memory plan models. */
+	{"--max-log-len", VL, F_SKIP, X_NONE},
+	{"--distributed-executor-backend", VL, F_SKIP, X_NONE},
+	{"--generation-config", VL, F_SKIP, X_NONE},
+	{"--limit-mm-per-prompt", VL, F_SKIP, X_NONE},
+	{"--mm-processor-kwargs", VL, F_SKIP, X_NONE},
+	{"--compilation-config", VL, F_SKIP, X_NONE},
+	{"-O", VL, F_SKIP, X_NONE},
+	{"--kv-transfer-config", VL, F_SKIP, X_NONE},
+	{"--hf-overrides", VL, F_SKIP, X_NONE},
+	{"--override-generation-config", VL, F_SKIP, X_NONE},
+	{"--tokenizer-pool-size", VL, F_SKIP, X_NONE},
+	{"--ssl-keyfile", VL, F_SKIP, X_NONE},
+	{"--ssl-certfile", VL, F_SKIP, X_NONE},
+	{"--uds", VL, F_SKIP, X_NONE},
+	{"--moe-backend", VL, F_SKIP, X_NONE},
+	{"--max-seq-len-to-capture", VL, F_SKIP, X_NONE},
+	{"--enable-sleep-mode", VL, F_SKIPB, X_NONE},
+	{"--async-scheduling", VL, F_SKIPB, X_NONE},
+	{"--disable-uvicorn-access-log", VL, F_SKIPB, X_NONE},
+	{"--enable-reasoning", VL, F_SKIPB, X_NONE},
+	{"--moe-runner-backend", SG, F_SKIP, X_NONE},
+	{"--moe-a2a-backend", SG, F_SKIP, X_NONE},
+	{"--deepep-mode", SG, F_SKIP, X_NONE},
+	{"--sampling-backend", SG, F_SKIP, X_NONE},
+	{"--grammar-backend", SG, F_SKIP, X_NONE},
+	{"--prefill-attention-backend", SG, F_SKIP, X_NONE},
+	{"--decode-attention-backend", SG, F_SKIP, X_NONE},
+	{"--torch-compile-max-bs", SG, F_SKIP, X_NONE},
+	{"--cuda-graph-bs", SG, F_SKIP, X_NONE},
+	{"--num-continuous-decode-steps", SG, F_SKIP, X_NONE},
+	{"--watchdog-timeout", SG, F_SKIP, X_NONE},
+	{"--random-seed", SG, F_SKIP, X_NONE},
+	{"--disaggregation-mode", SG, F_SKIP, X_NONE},
+	{"--disaggregation-transfer-backend", SG, F_SKIP, X_NONE},
+	{"--ep-num-redundant-experts", SG, F_SKIP, X_NONE},
+	{"--moe-dense-tp-size", SG, F_SKIP, X_NONE},
+	{"--router-policy", SG, F_SKIP, X_NONE},
+	{"--router-port", SG, F_SKIP, X_NONE},
+	{"--enable-dp-lm-head", SG, F_SKIPB, X_NONE},
+	{"--enable-two-batch-overlap", SG, F_SKIPB, X_NONE},
+	{"--enable-eplb", SG, F_SKIPB, X_NONE},
+	{"--enable-deepep-moe", SG, F_SKIPB, X_NONE},
+	{"--disable-overlap-schedule", SG, F_SKIPB, X_NONE},
+	{"--enable-flashinfer-allreduce-fusion", SG, F_SKIPB, X_NONE},
+	{"--enable-piecewise-cuda-graph", SG, F_SKIPB, X_NONE},
+	{"--enforce-piecewise-cuda-graph", SG, F_SKIPB, X_NONE},
+	{"--piecewise-cuda-graph-max-tokens", SG, F_SKIP, X_NONE},
+	{"--disable-cuda-graph-padding", SG, F_SKIPB, X_NONE},
+	{"--show-time-cost", SG, F_SKIPB, X_NONE},
+	{"--enable-ep-moe", SG, F_SKIPB, X_NONE},
+	{"--log-requests", SG, F_SKIPB, X_NONE},
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
 
@@ -307,13 +371,15 @@ static int apply(struct launch *l, const struct flagdef *f, const char *v, bool 
 			l->expert_parallel = !negated;
 		else if (f->field == X_HICACHE)
 			l->hicache = !negated;
+		else if (f->field == X_NO_GRAPH)
+			l->no_cuda_graph = !negated;
 		return 0;
 	}
 	if (f->kind == F_INT) {
 		long min = 1, max = MAX_PARALLEL;
 		if (f->field == X_BASE_GPU)
 			min = 0;
-		if (f->field == X_MAXRUN)
+		if (f->field == X_MAXRUN || f->field == X_MAX_TOTAL || f->field == X_MAX_PREFILL)
 			max = MAX_TOKENS;
 		if (f->field == X_PAGE)
 			max = 1 << 20;
@@ -353,6 +419,52 @@ static int apply(struct launch *l, const struct flagdef *f, const char *v, bool 
 	case X_CPU_OFFLOAD: l->cpu_offload_gib = d, l->has_cpu_offload = true; break;
 	case X_KV_OFFLOAD: l->kv_offload_gib = d, l->has_kv_offload = true; break;
 	case X_SPEC: l->speculative = true; break;
+	case X_SPEC_ALGO:
+		l->speculative = true;
+		set_str(&l->spec_algo, v);
+		break;
+	case X_SPEC_CONFIG: {
+		/* A JSON object; only its "method" matters here (mtp, eagle, eagle3, ngram, ...). */
+		l->speculative = true;
+		const char *m = strstr(v, "\"method\"");
+		if (m && (m = strchr(m + 8, '"'))) {
+			size_t n = strcspn(m + 1, "\"");
+			free(l->spec_algo);
+			l->spec_algo = xstrndup(m + 1, n);
+		}
+		break;
+	}
+	case X_MAX_TOTAL: l->max_total_tokens = n; break;
+	case X_MAX_PREFILL: l->max_prefill = n; break;
+	case X_MAX_BATCHED: l->max_batched = n; break;
+	case X_GRAPH_BS: l->cuda_graph_max_bs = (int)n; break;
+	case X_CHUNKED: {
+		double c;
+		if (parse_number(v, &c) || c != floor(c) || c < -1 || c > (double)MAX_TOKENS || c == 0)
+			return fail(l, "%s %s: a token count, or -1 to disable", f->name, v);
+		l->chunked_prefill = (long)c;
+		break;
+	}
+	case X_KV_MEM: {
+		/* vLLM reads it as bytes, with an optional k/K/m/M/g/G suffix (1000s and 1024s). */
+		size_t len = strlen(v);
+		double mult = 1, c;
+		char *num = xstrdup(v);
+		if (len > 1 && strchr("kKmMgGtT", v[len - 1])) {
+			char u = v[len - 1];
+			mult = u == 'k' ? 1e3 : u == 'K' ? 1024.0 : u == 'm' ? 1e6 : u == 'M' ? 1048576.0 : u == 'g' ? 1e9
+			     : u == 'G' ? 1073741824.0 : u == 't' ? 1e12 : 1099511627776.0;
+			num[len - 1] = '\0';
+		}
+		int bad = parse_number(num, &c) || c < 0 || c * mult > 1e15;
+		free(num);
+		if (bad)
+			return fail(l, "%s %s: a size in bytes (optionally with k, M, G)", f->name, v);
+		l->kv_cache_memory = c * mult;
+		l->has_kv_cache_memory = true;
+		break;
+	}
+	case X_CONFIG: set_str(&l->config_file, v); break;
 	case X_QUANT: l->quantization = true; break;
 	default: break;
 	}
@@ -365,9 +477,8 @@ static bool looks_like_flag(const char *s)
 	return s[0] == '-' && (s[1] == '-' || isalpha((unsigned char)s[1]));
 }
 
-static const struct flagdef *find_flag(const char *name, size_t len, enum launch_engine e, bool *negated)
+static const struct flagdef *find_exact(const char *name, size_t len, unsigned bit, bool *negated)
 {
-	unsigned bit = e == LAUNCH_SGLANG ? SG : VL;
 	*negated = false;
 	for (size_t i = 0; i < NFLAGS; i++)
 		if ((flags[i].engines & bit) && strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len))
@@ -382,6 +493,41 @@ static const struct flagdef *find_flag(const char *name, size_t len, enum launch
 			}
 	}
 	return NULL;
+}
+
+/* A flag as the engine's argparse finds it: exactly; for vLLM also with underscores for dashes
+ * (FlexibleArgumentParser rewrites --tensor_parallel_size); and, as argparse's allow_abbrev does,
+ * by a prefix that only one known flag starts with (*abbrev set: the caller says so). */
+static const struct flagdef *find_flag(const char *name, size_t len, enum launch_engine e, bool *negated,
+				       bool *abbrev)
+{
+	unsigned bit = e == LAUNCH_SGLANG ? SG : VL;
+	*abbrev = false;
+	char buf[128];
+	if (len >= sizeof buf)
+		return NULL;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	if (e == LAUNCH_VLLM && len > 2 && buf[0] == '-' && buf[1] == '-')
+		for (size_t k = 2; k < len; k++)
+			if (buf[k] == '_')
+				buf[k] = '-';
+	const struct flagdef *f = find_exact(buf, len, bit, negated);
+	if (f || len < 5 || buf[1] != '-')
+		return f;
+	const struct flagdef *hit = NULL;
+	for (size_t i = 0; i < NFLAGS; i++) {
+		if (!(flags[i].engines & bit) || strlen(flags[i].name) <= len || strncmp(flags[i].name, buf, len))
+			continue;
+		/* Aliases of one setting (--tp, --tp-size) are one choice, not an ambiguity. */
+		if (hit && hit->field != flags[i].field)
+			return NULL;
+		if (!hit || hit->kind == F_SKIP || hit->kind == F_SKIPB)
+			hit = &flags[i];
+	}
+	if (hit)
+		*abbrev = true;
+	return hit;
 }
 
 static bool is_assignment(const char *s)
@@ -586,11 +732,172 @@ static int env_options(struct launch *l, struct words *w, int i)
 	return i;
 }
 
+/* A program that only wraps the launch: nohup, sudo, numactl, taskset, nice, stdbuf, time, exec,
+ * uv run, torchrun. Returns the index of the word after it and its options (i when argv[i] is
+ * none), or -1 with l->error set; *module is set for `torchrun -m`, whose -m is left at the index.
+ * The wrapped launch is then recognised as usual. */
+static int skip_wrapper(struct launch *l, char *const *argv, int argc, int i, bool *module)
+{
+	const char *p = base_name(argv[i]);
+	/* Options of each wrapper that take the next word as their value (when not joined by =). */
+	static const struct {
+		const char *prog;
+		const char *valued;   /* space-separated */
+	} w[] = {
+		{"nohup", ""},
+		{"sudo", "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --prompt"},
+		{"exec", "-a"},
+		{"time", "-f --format -o --output"},
+		{"nice", "-n --adjustment"},
+		{"stdbuf", "-i -o -e --input --output --error"},
+		{"numactl", "-N -m -C -i -p --cpunodebind --membind --physcpubind --interleave --preferred "
+			    "--cpubind --preferred-many"},
+		{"taskset", ""},
+		{"torchrun", "--nproc-per-node --nproc_per_node --nnodes --node-rank --node_rank --master-addr "
+			     "--master_addr --master-port --master_port --rdzv-backend --rdzv_backend --rdzv-endpoint "
+			     "--rdzv_endpoint --rdzv-id --rdzv_id --rdzv-conf --rdzv_conf --max-restarts --max_restarts "
+			     "--monitor-interval --monitor_interval --start-method --start_method --role --log-dir "
+			     "--log_dir -r --redirects -t --tee --local-addr --local_addr"},
+		{"uv", "--with --python -p --project --directory --env-file --index --index-url --extra-index-url "
+		       "--extra --group --package --with-requirements --python-preference --cache-dir"},
+	};
+	for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
+		if (strcmp(p, w[k].prog))
+			continue;
+		int j = i + 1;
+		if (!strcmp(p, "uv")) {
+			if (j >= argc || strcmp(argv[j], "run"))
+				return fail(l, "uv: only `uv run` launches a program"), -1;
+			j++;
+		}
+		if (!strcmp(p, "taskset")) {
+			/* taskset [-a] [-c] MASK|LIST program */
+			while (j < argc && argv[j][0] == '-')
+				j++;
+			if (j + 1 >= argc)
+				return fail(l, "taskset: no program to run"), -1;
+			return j + 1;
+		}
+		while (j < argc && argv[j][0] == '-' && argv[j][1]) {
+			const char *a = argv[j];
+			if (!strcmp(a, "--")) {
+				j++;
+				break;
+			}
+			if (!strcmp(p, "torchrun") && (!strcmp(a, "-m") || !strcmp(a, "--module"))) {
+				/* torchrun -m MODULE runs the module like python -m. */
+				*module = true;
+				return j;
+			}
+			size_t len = strcspn(a, "=");
+			bool valued = false;
+			if (!a[len]) {
+				const char *v = w[k].valued;
+				while (*v) {
+					size_t m = strcspn(v, " ");
+					if (m == len && !strncmp(v, a, len))
+						valued = true;
+					v += m + (v[m] == ' ');
+				}
+			}
+			j += valued ? 2 : 1;
+		}
+		if (j >= argc)
+			return fail(l, "%s: no program to run", p), -1;
+		return j;
+	}
+	return i;
+}
+
+/* `docker run`, `podman run`, `nvidia-docker run`, `docker container run`. */
+static bool is_container_run(char *const *argv, int argc, int i)
+{
+	const char *p = base_name(argv[i]);
+	if (strcmp(p, "docker") && strcmp(p, "podman") && strcmp(p, "nvidia-docker"))
+		return false;
+	if (i + 1 < argc && !strcmp(argv[i + 1], "run"))
+		return true;
+	return i + 2 < argc && !strcmp(argv[i + 1], "container") && !strcmp(argv[i + 2], "run");
+}
+
+/* A word that names a program rather than a model: python..., vllm, sglang, a path to one. */
+static bool looks_like_program(const char *w)
+{
+	const char *b = base_name(w);
+	return is_python(b) || !strcmp(b, "vllm") || !strcmp(b, "sglang") || !strcmp(b, "env") ||
+	       !strcmp(b, "bash") || !strcmp(b, "sh") || !strcmp(b, "torchrun");
+}
+
+/* Reads `docker run`'s options from argv[i] (docker) on: CUDA_VISIBLE_DEVICES from -e/--env and
+ * the devices from --gpus, and returns the index of the image, or -1 with l->error set. */
+static int container_image(struct launch *l, char *const *argv, int argc, int i)
+{
+	static const char *const valued[] = {
+		"-e", "--env", "-v", "--volume", "-p", "--publish", "--name", "--gpus", "--ipc", "--shm-size",
+		"--network", "--net", "--runtime", "-u", "--user", "--entrypoint", "--env-file", "--mount",
+		"--ulimit", "--device", "-w", "--workdir", "--platform", "-m", "--memory", "--cpus", "--restart",
+		"--cap-add", "--cap-drop", "--security-opt", "-l", "--label", "--log-driver", "--log-opt",
+		"--hostname", "-h", "--add-host", "--cpuset-cpus", "--pid", "--group-add", "--tmpfs", "--memory-swap",
+		"--health-cmd", "--stop-signal", "--userns", "--uts", "--pull", "--cgroupns", "--device-cgroup-rule",
+		"--dns", "--label-file", "--expose", "--volumes-from",
+	};
+	int j = i + 2 + (!strcmp(argv[i + 1], "container"));
+	while (j < argc && argv[j][0] == '-') {
+		const char *a = argv[j];
+		if (!strcmp(a, "--"))
+		{
+			if (j + 1 >= argc)
+				return fail(l, "docker run: no image"), -1;
+			return j + 1;
+		}
+		size_t len = strcspn(a, "=");
+		const char *val = a[len] ? a + len + 1 : NULL;
+		bool takes = false;
+		for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+			if (strlen(valued[k]) == len && !strncmp(valued[k], a, len))
+				takes = true;
+		if (takes && !val) {
+			if (j + 1 >= argc)
+				return fail(l, "docker run %s needs a value", a), -1;
+			val = argv[j + 1];
+			j++;
+		}
+		if (val && (!strncmp(a, "-e", len) || !strncmp(a, "--env", len)) && len >= 2 &&
+		    str_starts(val, "CUDA_VISIBLE_DEVICES="))
+			set_cuda_visible(l, val + strlen("CUDA_VISIBLE_DEVICES="));
+		if (val && len == 6 && !strncmp(a, "--gpus", 6)) {
+			/* --gpus all | N | '"device=0,1"': the container sees those devices as 0..n-1. */
+			const char *d = strstr(val, "device=");
+			if (d) {
+				char *v = xstrdup(d + 7);
+				v[strcspn(v, "\"'")] = '\0';
+				int n = 1;
+				for (const char *c = v; *c; c++)
+					n += *c == ',';
+				char *ids = xstrdup("");
+				for (int k = 0; k < n; k++) {
+					char *t = xasprintf("%s%s%d", ids, k ? "," : "", k);
+					free(ids);
+					ids = t;
+				}
+				set_cuda_visible(l, ids);
+				free(ids);
+				free(v);
+			}
+		}
+		j++;
+	}
+	if (j >= argc)
+		return fail(l, "docker run: no image"), -1;
+	return j;
+}
+
 /* Finds the engine and returns the index of its first argument, or -1 (l->error set). */
 static int recognise(struct words *w, struct launch *l)
 {
 	int argc = w->n, i = 0;
 	char *const *argv = w->v;
+	bool module = false;   /* torchrun -m: argv[i] is the -m */
 	for (;;) {
 		if (i < argc && !strcmp(base_name(argv[i]), "env")) {
 			i = env_options(l, w, i + 1);
@@ -605,14 +912,60 @@ static int recognise(struct words *w, struct launch *l)
 			i++;
 			continue;
 		}
+		int j = i < argc ? skip_wrapper(l, argv, argc, i, &module) : i;
+		if (j < 0)
+			return -1;
+		if (j != i) {
+			i = j;
+			if (module)
+				break;
+			continue;
+		}
+		if (i < argc && is_container_run(argv, argc, i)) {
+			int k = container_image(l, argv, argc, i);
+			if (k < 0)
+				return -1;
+			const char *img = argv[k];
+			i = k + 1;
+			/* The images' entrypoints: vllm/vllm-openai runs `vllm serve` (older tags the
+			 * OpenAI server module) on the words after the image; an explicit command after the
+			 * image (python3 -m ..., vllm serve, sglang serve) is read as any launch. */
+			if (strstr(img, "vllm-openai") && (i >= argc || argv[i][0] == '-' || !looks_like_program(argv[i]))) {
+				l->engine = LAUNCH_VLLM;
+				l->entry = xasprintf("docker run %s (entrypoint vllm serve)", img);
+				return i;
+			}
+			/* lmsysorg/sglang has no entrypoint of its own; flags right after it can only be
+			 * launch_server's. */
+			if (strstr(img, "sglang") && i < argc && argv[i][0] == '-') {
+				l->engine = LAUNCH_SGLANG;
+				l->entry = xasprintf("docker run %s (taken as python3 -m sglang.launch_server)", img);
+				return i;
+			}
+			if (i >= argc)
+				return fail(l, "%s: the image's own command is unknown here; give the launch command after it", img), -1;
+			continue;
+		}
 		break;
 	}
 	if (i >= argc)
 		return fail(l, "the launch command is empty"), -1;
 	const char *prog = base_name(argv[i]);
-	if (is_python(prog)) {
-		const char *py = argv[i];
-		i++;
+	/* A script run by path (torchrun, python): the engines' own entry files. */
+	if (!strcmp(prog, "launch_server.py") && strstr(argv[i], "sglang")) {
+		l->engine = LAUNCH_SGLANG;
+		l->entry = xstrdup("sglang/launch_server.py");
+		return i + 1;
+	}
+	if (!strcmp(prog, "api_server.py") && strstr(argv[i], "vllm")) {
+		l->engine = LAUNCH_VLLM;
+		l->entry = xstrdup("vllm/entrypoints/openai/api_server.py");
+		return i + 1;
+	}
+	if (is_python(prog) || module) {
+		const char *py = module ? "torchrun" : argv[i];
+		if (!module)
+			i++;
 		while (i < argc && argv[i][0] == '-') {
 			const char *a = argv[i];
 			const char *mod = NULL;
@@ -633,14 +986,14 @@ static int recognise(struct words *w, struct launch *l)
 				i++;
 				continue;
 			}
-			if (!strcmp(mod, "sglang.launch_server")) {
+			if (!strcmp(mod, "sglang.launch_server") || !strcmp(mod, "sglang_router.launch_server")) {
 				l->engine = LAUNCH_SGLANG;
-				l->entry = xasprintf("python -m %s", mod);
+				l->entry = xasprintf("%s -m %s", module ? "torchrun" : "python", mod);
 				return i;
 			}
 			if (!strcmp(mod, "vllm.entrypoints.openai.api_server")) {
 				l->engine = LAUNCH_VLLM;
-				l->entry = xasprintf("python -m %s", mod);
+				l->entry = xasprintf("%s -m %s", module ? "torchrun" : "python", mod);
 				return i;
 			}
 			if (!strcmp(mod, "vllm.entrypoints.cli.main") && i < argc && !strcmp(argv[i], "serve")) {
@@ -655,6 +1008,11 @@ static int recognise(struct words *w, struct launch *l)
 			return fail(l, "%s: no module or script to run", py), -1;
 		/* `python /usr/bin/vllm serve ...` is how a console script shows in /proc/PID/cmdline. */
 		prog = base_name(argv[i]);
+		if (!strcmp(prog, "launch_server.py") || !strcmp(prog, "api_server.py")) {
+			l->engine = prog[0] == 'l' ? LAUNCH_SGLANG : LAUNCH_VLLM;
+			l->entry = xasprintf("%s %s", py, prog);
+			return i + 1;
+		}
 	}
 	if ((!strcmp(prog, "vllm") || !strcmp(prog, "sglang")) && i + 1 < argc && !strcmp(argv[i + 1], "serve")) {
 		l->engine = prog[0] == 'v' ? LAUNCH_VLLM : LAUNCH_SGLANG;
@@ -715,8 +1073,13 @@ static int parse_flags(int argc, char *const *argv, int i, struct launch *l)
 		}
 		const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
 		size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-		bool negated;
-		const struct flagdef *f = find_flag(a, nlen, l->engine, &negated);
+		bool negated, abbrev;
+		const struct flagdef *f = find_flag(a, nlen, l->engine, &negated, &abbrev);
+		if (f && abbrev) {
+			char *n = xasprintf("%.*s taken as %s (argparse accepts a unique prefix)", (int)nlen, a, f->name);
+			note(l, n);
+			free(n);
+		}
 		if (!f) {
 			char *name = xstrndup(a, nlen);
 			add_str(&l->unknown, &l->nunknown, name);
@@ -798,6 +1161,8 @@ void launch_free(struct launch *l)
 	free(l->cuda_visible);
 	free(l->kv_dtype);
 	free(l->dtype);
+	free(l->spec_algo);
+	free(l->config_file);
 	for (size_t i = 0; i < l->nunknown; i++)
 		free(l->unknown[i]);
 	free(l->unknown);
@@ -837,4 +1202,97 @@ void launch_argv_free(char **argv, int argc)
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
 	free(argv);
+}
+
+int launch_apply_config(struct launch *l, const char *yaml, size_t len, int argc, char *const *argv)
+{
+	/* Each `key: value` line becomes --key value (a list or true/false as the engines read them),
+	 * placed before the command line's own flags so that those win, as with argparse defaults. */
+	char **extra = NULL;
+	size_t nextra = 0;
+	const char *p = yaml, *end = yaml + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char *line = xstrndup(p, n);
+		p += n + (nl != NULL);
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *k = line;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		char *colon = strchr(k, ':');
+		if (!*k || !colon || k[0] == '-' || (k != line)) {
+			/* Blank, a comment, a list item or a nested key: not a flat setting. */
+			free(line);
+			continue;
+		}
+		*colon = '\0';
+		char *v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		size_t vl = strlen(v);
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+			v[--vl] = '\0';
+		if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+			v[vl - 1] = '\0';
+			v++;
+		}
+		size_t kl = strlen(k);
+		while (kl && (k[kl - 1] == ' ' || k[kl - 1] == '\t'))
+			k[--kl] = '\0';
+		if (!kl || kl > 100) {
+			free(line);
+			continue;
+		}
+		for (char *c = k; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		if (!strcmp(v, "false") || !strcmp(v, "False")) {
+			/* A false switch is the default: nothing to add. */
+		} else if (!strcmp(v, "true") || !strcmp(v, "True") || !*v) {
+			char *f = xasprintf("--%s", k);
+			add_str(&extra, &nextra, f);
+			free(f);
+		} else if (strcmp(k, "config")) {
+			char *f = xasprintf("--%s=%s", k, v);
+			add_str(&extra, &nextra, f);
+			free(f);
+		}
+		free(line);
+	}
+	/* Re-parse: the launch words up to the engine's first flag, the file's, then the rest. */
+	struct launch probe;
+	memset(&probe, 0, sizeof probe);
+	probe.tp = probe.dp = probe.pp = probe.ep = probe.nnodes = 1;
+	struct words w = {.n = argc};
+	w.v = xcalloc((size_t)argc + 1, sizeof *w.v);
+	if (argc)
+		memcpy(w.v, argv, (size_t)argc * sizeof *w.v);
+	int at = recognise(&w, &probe);
+	int r = 0;
+	if (at >= 0) {
+		int n = w.n + (int)nextra;
+		char **v = xcalloc((size_t)n + 1, sizeof *v);
+		memcpy(v, w.v, (size_t)at * sizeof *v);
+		for (size_t k = 0; k < nextra; k++)
+			v[at + (int)k] = extra[k];
+		memcpy(v + at + nextra, w.v + at, (size_t)(w.n - at) * sizeof *v);
+		char *cfg = l->config_file ? xstrdup(l->config_file) : NULL;
+		launch_free(l);
+		r = launch_parse(n, v, l);
+		free(l->config_file);
+		l->config_file = cfg;
+		free(v);
+	}
+	launch_free(&probe);
+	for (size_t k = 0; k < w.nowned; k++)
+		free(w.owned[k]);
+	free(w.owned);
+	free(w.v);
+	for (size_t k = 0; k < nextra; k++)
+		free(extra[k]);
+	free(extra);
+	return r;
 }

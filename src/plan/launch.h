@@ -46,6 +46,16 @@ struct launch {
 	bool has_kv_offload;
 	bool speculative;        /* a speculative-decoding flag was given (a draft model takes memory) */
 	bool quantization;       /* --quantization was given (weights may differ from the checkpoint) */
+	char *spec_algo;         /* SGLang --speculative-algorithm / vLLM speculative-config "method" (NULL: none named) */
+	long max_total_tokens;   /* SGLang --max-total-tokens: caps the pool (0: not given) */
+	double kv_cache_memory;  /* vLLM --kv-cache-memory: the KV pool in bytes, bypassing the fraction */
+	bool has_kv_cache_memory;
+	long chunked_prefill;    /* SGLang --chunked-prefill-size (0: not given; -1: disabled) */
+	long max_prefill;        /* SGLang --max-prefill-tokens (0: not given) */
+	long max_batched;        /* vLLM --max-num-batched-tokens (0: not given) */
+	int cuda_graph_max_bs;   /* SGLang --cuda-graph-max-bs (0: not given) */
+	bool no_cuda_graph;      /* SGLang --disable-cuda-graph / vLLM --enforce-eager */
+	char *config_file;       /* --config FILE (its settings are read by the caller, see launch_apply_config) */
 
 	char **unknown;          /* flags we did not recognise, as written (name only) */
 	size_t nunknown;
@@ -61,6 +71,11 @@ struct launch {
  * malformed or absurd value (negative, NaN, 1e30, a fraction outside (0, 1]). The caller frees
  * with launch_free, also on failure. */
 int launch_parse(int argc, char *const *argv, struct launch *l);
+
+/* Applies a --config YAML file's text (flat `key: value` lines, as both engines accept) to a
+ * parsed launch: each key is read as if given as --key value before the command line's own flags,
+ * so flags on the command line win. Returns 0, or -EINVAL with l->error set. */
+int launch_apply_config(struct launch *l, const char *yaml, size_t len, int argc, char *const *argv);
 
 /* Frees what l owns (not l); accepts NULL. */
 void launch_free(struct launch *l);

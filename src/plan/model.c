@@ -100,6 +100,66 @@ static char *get_str(json_t *o, const char *key)
 	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
 }
 
+/* An optional integer read leniently: 0 when absent, not a positive whole number, or out of the
+ * reader's bounds (the estimates that use these fall back rather than refuse the config). */
+static int opt_int(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : 0;
+	return d >= 1 && d <= CFG_MAX && d == floor(d) ? (int)d : 0;
+}
+
+/* The facts beyond the KV shape: what the weights-per-rank and activation estimates use. */
+static void read_extras(json_t *root, json_t *o, struct model_config *m)
+{
+	m->hidden = opt_int(o, "hidden_size");
+	m->intermediate = opt_int(o, "intermediate_size");
+	m->vocab = opt_int(o, "vocab_size");
+	m->experts = opt_int(o, "n_routed_experts");
+	if (!m->experts)
+		m->experts = opt_int(o, "num_experts");
+	if (!m->experts)
+		m->experts = opt_int(o, "num_local_experts");
+	m->experts_per_tok = opt_int(o, "num_experts_per_tok");
+	m->moe_intermediate = opt_int(o, "moe_intermediate_size");
+	if (!m->moe_intermediate && m->experts)
+		m->moe_intermediate = m->intermediate;   /* Mixtral, GPT-OSS: one size for both */
+	m->shared_experts = opt_int(o, "n_shared_experts");
+	m->shared_intermediate = opt_int(o, "shared_expert_intermediate_size");
+	m->first_dense = opt_int(o, "first_k_dense_replace");
+	m->q_lora_rank = opt_int(o, "q_lora_rank");
+	m->qk_nope_head_dim = opt_int(o, "qk_nope_head_dim");
+	m->nextn_layers = opt_int(o, "num_nextn_predict_layers");
+	m->index_head_dim = opt_int(o, "index_head_dim");
+	m->max_position = opt_int(o, "max_position_embeddings");
+	m->sliding_window = opt_int(o, "sliding_window");
+	json_t *lt = json_object_get(o, "layer_types");
+	if (json_is_array(lt)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(lt, i, v)
+			if (json_is_string(v) && !strcmp(json_string_value(v), "sliding_attention"))
+				m->swa_layers++;
+	}
+	json_t *tie = json_object_get(o, "tie_word_embeddings");
+	m->tie_embeddings = json_is_true(tie);
+	json_t *q = json_object_get(o, "quantization_config");
+	if (!json_is_object(q))
+		q = json_object_get(root, "quantization_config");
+	if (json_is_object(q))
+		m->quant_method = get_str(q, "quant_method");
+	/* A ViT layer holds about 12 × hidden² parameters (attention 4h², MLP 8h²). */
+	json_t *vc = json_object_get(root, "vision_config");
+	if (json_is_object(vc)) {
+		int vh = opt_int(vc, "hidden_size"), vl = opt_int(vc, "num_hidden_layers");
+		if (!vl)
+			vl = opt_int(vc, "depth");
+		if (!vh)
+			vh = opt_int(vc, "embed_dim");
+		m->vision_params = 12.0 * vh * vh * vl;
+	}
+}
+
 int model_config_parse(const char *text, size_t len, struct model_config *m, char **err)
 {
 	memset(m, 0, sizeof *m);
@@ -137,12 +197,15 @@ int model_config_parse(const char *text, size_t len, struct model_config *m, cha
 		m->torch_dtype = get_str(root, "torch_dtype");
 	if ((r = need_int(o, sect, "num_hidden_layers", &m->layers, err)))
 		goto out;
+	read_extras(root, o, m);
 	bool present;
 	if ((r = get_int(o, sect, "kv_lora_rank", &m->kv_lora_rank, &present, err)))
 		goto out;
 	if (present) {
 		m->mla = true;
 		r = need_int(o, sect, "qk_rope_head_dim", &m->qk_rope_head_dim, err);
+		m->heads = opt_int(o, "num_attention_heads");
+		m->v_head_dim = opt_int(o, "v_head_dim");
 		goto out;
 	}
 	if ((r = need_int(o, sect, "num_attention_heads", &m->heads, err)))
@@ -205,6 +268,7 @@ void model_config_free(struct model_config *m)
 	free(m->model_type);
 	free(m->section);
 	free(m->torch_dtype);
+	free(m->quant_method);
 	memset(m, 0, sizeof *m);
 }
 

@@ -16,6 +16,21 @@ struct model_config {
 	int kv_lora_rank, qk_rope_head_dim;    /* MLA */
 	int heads, kv_heads, head_dim, v_head_dim; /* MHA/GQA; head_dim may come from hidden_size / heads */
 	char *torch_dtype;       /* "bfloat16", ... (NULL when absent) */
+
+	/* Optional shape facts for the weights-per-rank and activation estimates (0: absent). Read
+	 * leniently: a missing or odd value only makes those estimates fall back to simpler ones. */
+	int hidden, intermediate, vocab;
+	int experts, experts_per_tok, moe_intermediate, shared_experts, shared_intermediate;
+	int first_dense;         /* first_k_dense_replace: leading layers with a dense MLP */
+	int q_lora_rank, qk_nope_head_dim;
+	int nextn_layers;        /* num_nextn_predict_layers: MTP layers, loaded only for speculative decoding */
+	int index_head_dim;      /* DeepSeek-V3.2's indexer key (its own per-token cache) */
+	int max_position;        /* max_position_embeddings: vLLM's default max_model_len */
+	bool tie_embeddings;
+	char *quant_method;      /* quantization_config.quant_method ("fp8", "compressed-tensors", ...) */
+	double vision_params;    /* a vision tower's parameters, estimated from vision_config (0: none) */
+	int sliding_window;      /* sliding_window (0: none) */
+	int swa_layers;          /* layers whose layer_types entry is "sliding_attention" (0: none or not given) */
 };
 
 /* Parses config.json text. Pure. Returns 0, or -EINVAL with *err set to a malloc'ed line naming

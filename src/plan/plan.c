@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* SGLang's hierarchical cache leaves this much host memory alone when it checks its request
  * (python/sglang/srt/mem_cache/memory_pool_host.py: available − 10 GiB). */
@@ -73,8 +74,11 @@ double plan_dtype_bytes(const char *n)
 		{"bf16", 2}, {"bfloat16", 2}, {"fp16", 2}, {"float16", 2}, {"half", 2},
 		{"float", 4}, {"float32", 4}, {"fp32", 4},
 		{"fp8", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}, {"fp8_inc", 1}, {"int8", 1},
-		/* SGLang's fp4 KV keeps one scale byte per 16 values: 0.5 + 1/16 bytes an element. */
-		{"fp4_e2m1", 0.5625},
+		/* SGLang's fp4 KV and vLLM's nvfp4 keep one fp8 scale per 16 values: 0.5 + 1/16 bytes. */
+		{"fp4_e2m1", 0.5625}, {"nvfp4", 0.5625},
+		/* vLLM's DeepSeek MLA fp8 layout: an element is a byte; the per-token size is its own
+		 * (656 bytes a layer, see plan_kv_cell). */
+		{"fp8_ds_mla", 1},
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		if (!strcmp(n, t[i].name))
@@ -91,13 +95,58 @@ static void add_note(struct plan_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* SGLang's default --mem-fraction-static by TP size (server_args.py, before it began to derive
- * the value from the GPU's memory size); vLLM's --gpu-memory-utilization defaults to 0.9. */
-static double default_fraction(const struct launch *l)
+/* SGLang's default --mem-fraction-static (server_args.py _handle_gpu_memory_settings, since PR
+ * #10975): reserved MB = 512 + 1.5 × max(chunked prefill, 2048) + 2 × cuda_graph_max_bs
+ * + tp × pp / 8 × 1024 (+ DP attention's padding), at least 10 GiB on GPUs above 60 GB, + 2 GiB for
+ * EAGLE-style drafts (6 GiB STANDALONE); fraction = round((mem − reserved) / mem, 3). The chunked
+ * prefill size and CUDA-graph batch default by the GPU's memory as there. *why is set to how. */
+static double sglang_default_fraction(const struct launch *l, double gpu_bytes, bool has_gpu, char **why)
 {
-	if (l->engine == LAUNCH_VLLM)
-		return 0.9;
-	return l->tp >= 16 ? 0.79 : l->tp >= 8 ? 0.81 : l->tp >= 4 ? 0.85 : l->tp >= 2 ? 0.87 : 0.88;
+	if (!has_gpu) {
+		*why = xstrdup("SGLang's default without a known GPU size (0.88)");
+		return 0.88;
+	}
+	double mb = gpu_bytes / 1048576.0;
+	long chunk = l->chunked_prefill;
+	int bs = l->cuda_graph_max_bs;
+	long cdef;
+	int bdef;
+	if (mb < 35 * 1024)
+		cdef = 2048, bdef = l->tp < 4 ? 24 : 80;
+	else if (mb < 60 * 1024)
+		cdef = 4096, bdef = l->tp < 4 ? 32 : 160;
+	else if (mb < 160 * 1024)
+		cdef = 8192, bdef = l->tp < 4 ? 256 : 512;
+	else
+		cdef = 16384, bdef = 512;
+	if (!chunk)
+		chunk = cdef;
+	if (!bs)
+		bs = bdef;
+	double reserved = 512;
+	if (chunk > 0)
+		reserved += fmax((double)chunk, 2048) * 1.5;
+	else
+		reserved += fmax((double)(l->max_prefill ? l->max_prefill : 16384), 2048) * 1.5;
+	reserved += bs * 2.0;
+	reserved += (double)l->tp * l->pp / 8 * 1024;
+	if (l->dp_attention) {
+		reserved += (double)bs * l->dp * 3;
+		if (bs > 300)
+			reserved += (double)bs * l->dp * 1.5;
+	}
+	if (mb > 60 * 1024)
+		reserved = fmax(reserved, 10 * 1024);
+	if (l->spec_algo && !strcasecmp(l->spec_algo, "STANDALONE"))
+		reserved += 6 * 1024;
+	else if (l->speculative && !(l->spec_algo && !strcasecmp(l->spec_algo, "NGRAM")))
+		reserved += 2 * 1024;
+	double f = round((mb - reserved) / mb * 1000) / 1000;
+	if (f < 0.05)
+		f = 0.05;   /* a GPU smaller than SGLang's reserve: keep the arithmetic meaningful */
+	*why = xasprintf("SGLang's default: (%.0f MB − %.0f MB reserved for chunked prefill %ld, CUDA graphs up to "
+			 "batch %d%s) / %.0f MB", mb, reserved, chunk, bs, l->speculative ? ", the draft" : "", mb);
+	return f;
 }
 
 static void plan_gpus(const struct plan_input *in, struct plan_result *r)
@@ -210,43 +259,244 @@ static int plan_kv_cell(const struct plan_input *in, struct plan_result *r, char
 		return 0;
 	char b1[40];
 	plan_fmt(b1, r->kv_dtype_bytes, r->kv_dtype_bytes == floor(r->kv_dtype_bytes) ? 0 : 4);
+	/* A rank holds the KV of its pipeline stage's layers only; the fullest stage decides. Speculative
+	 * decoding's draft (MTP / NextN / EAGLE) keeps its own layers' KV for the same tokens. */
+	int layers = (m->layers + l->pp - 1) / l->pp;
+	int draft = l->speculative && !(l->spec_algo && !strcasecmp(l->spec_algo, "ngram"))
+			    ? (m->nextn_layers ? m->nextn_layers : 1) : 0;
+	r->stage_layers = layers + draft;
+	char stage[96] = "";
+	if (l->pp > 1 || draft)
+		snprintf(stage, sizeof stage, " (%d of %d layers in this pipeline stage%s)", layers, m->layers,
+			 draft ? ", + the draft's" : "");
 	if (m->mla) {
 		/* MLA caches one compressed latent (kv_lora_rank) plus the rotary key per token and layer;
-		 * every TP rank holds all of it. */
-		r->cell_bytes = (double)(m->kv_lora_rank + m->qk_rope_head_dim) * m->layers * r->kv_dtype_bytes;
-		r->cell_formula = xasprintf("MLA: (kv_lora_rank %d + qk_rope_head_dim %d) × %d layers × %s bytes (%s), "
-					    "the same on every rank",
-					    m->kv_lora_rank, m->qk_rope_head_dim, m->layers, b1, r->kv_dtype);
+		 * every TP rank holds all of it. vLLM's fp8_ds_mla packs 512 fp8 values, 4 float scales and
+		 * the 64 rotary values in bf16: 656 bytes. */
+		bool ds = l->kv_dtype && !strcmp(l->kv_dtype, "fp8_ds_mla");
+		/* DeepSeek-V3.2 keeps its fp8 MLA cache in that layout in both engines (vLLM maps fp8 to
+		 * fp8_ds_mla; SGLang's NSA pool stores 512 fp8 + 4 scales + 64 bf16 rope), and SGLang picks
+		 * fp8 by itself on Blackwell (server_args.py, NSA models on SM100). The GPU's size stands in
+		 * for its architecture here: above 150 GiB is a B200/B300-class part. */
+		bool auto_kv = !l->kv_dtype || !strcmp(l->kv_dtype, "auto");
+		if (m->index_head_dim && l->kv_dtype && !strncmp(l->kv_dtype, "fp8", 3))
+			ds = true;
+		if (m->index_head_dim && auto_kv && l->engine == LAUNCH_SGLANG && in->has_gpu_total &&
+		    in->gpu_total_bytes > 150 * PLAN_GIB) {
+			ds = true;
+			free(r->kv_dtype);
+			r->kv_dtype = xstrdup("fp8_e4m3");
+			r->kv_dtype_bytes = 1;
+			add_note(r, "DeepSeek-V3.2 on a Blackwell-sized GPU: SGLang stores its KV cache in fp8 by default "
+				    "(656 bytes a layer); pass --kv-cache-dtype to be exact");
+		}
+		double per_layer = ds ? 656 : (double)(m->kv_lora_rank + m->qk_rope_head_dim) * r->kv_dtype_bytes;
+		/* DeepSeek-V3.2's indexer caches an fp8 key of index_head_dim and a float scale per 128. */
+		double idx = m->index_head_dim ? m->index_head_dim + m->index_head_dim / 128.0 * 4 : 0;
+		r->cell_bytes = (per_layer + idx) * r->stage_layers;
+		if (ds)
+			r->cell_formula = xasprintf("MLA fp8_ds_mla: 656 bytes%s × %d layers%s, the same on every rank",
+						    idx ? " + indexer" : "", r->stage_layers, stage);
+		else
+			r->cell_formula = xasprintf("MLA: (kv_lora_rank %d + qk_rope_head_dim %d%s) × %d layers × %s bytes "
+						    "(%s)%s, the same on every rank",
+						    m->kv_lora_rank, m->qk_rope_head_dim, idx ? " + the indexer's key" : "",
+						    r->stage_layers, b1, r->kv_dtype, stage);
 	} else {
 		int heads = m->kv_heads / r->attn_tp;
 		if (heads < 1)
 			heads = 1;   /* fewer KV heads than ranks: each rank keeps a replica of one */
-		r->cell_bytes = (double)heads * (m->head_dim + m->v_head_dim) * m->layers * r->kv_dtype_bytes;
+		r->cell_bytes = (double)heads * (m->head_dim + m->v_head_dim) * r->stage_layers * r->kv_dtype_bytes;
 		r->cell_formula = xasprintf("%s: max(1, %d KV heads / TP %d) = %d × (head_dim %d + v_head_dim %d) × "
-					    "%d layers × %s bytes (%s)",
+					    "%d layers × %s bytes (%s)%s",
 					    m->kv_heads == m->heads ? "MHA" : "GQA", m->kv_heads, r->attn_tp, heads, m->head_dim,
-					    m->v_head_dim, m->layers, b1, r->kv_dtype);
+					    m->v_head_dim, r->stage_layers, b1, r->kv_dtype, stage);
 	}
 	r->has_cell = true;
 	return 0;
 }
 
+static void add_term(struct plan_result *r, const char *key, double bytes, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void add_term(struct plan_result *r, const char *key, double bytes, const char *fmt, ...)
+{
+	if (r->nterms >= (int)(sizeof r->terms / sizeof r->terms[0]))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	struct plan_term *t = &r->terms[r->nterms++];
+	t->key = key;
+	t->bytes = bytes;
+	t->how = xvasprintf(fmt, ap);
+	va_end(ap);
+}
+
+/* Weights one rank holds. Both engines split most of a model across tensor-parallel ranks, but
+ * every rank keeps some tensors whole: MLA's q_a / kv_a projections (ReplicatedLinear in
+ * deepseek_v2.py of both), the MoE router, a vision tower; experts split over the expert-parallel
+ * group instead (SGLang --ep; vLLM --enable-expert-parallel: DP × TP ranks, vllm/config parallel
+ * `expert_parallel`); MTP layers are loaded only with speculative decoding. The checkpoint's total
+ * is shared out over these parts in proportion to their parameter counts from config.json, with
+ * quantized experts taking what the 16-bit rest leaves. Falls back to total / (tp × pp) when the
+ * config lacks the shapes. */
+static void plan_weights(const struct plan_input *in, struct plan_result *r)
+{
+	const struct launch *l = in->launch;
+	const struct model_config *m = in->model;
+	double W = in->weights_bytes;
+	double simple = W / ((double)l->tp * l->pp);
+	r->weights_per_gpu = simple;
+	if (!m || !m->hidden || !m->vocab || (!m->mla && !m->heads)) {
+		add_term(r, "weights", -simple, "weights: %.1f GB total / (tp %d × pp %d)", W / PLAN_GB, l->tp, l->pp);
+		return;
+	}
+	double H = m->hidden, L = m->layers, V = m->vocab;
+	double rep_attn = 0, split_attn;
+	if (m->mla) {
+		double heads = m->heads ? m->heads : 128, ql = m->q_lora_rank, nope = m->qk_nope_head_dim ? m->qk_nope_head_dim : 128;
+		double rope = m->qk_rope_head_dim, v = m->v_head_dim ? m->v_head_dim : 128, kvl = m->kv_lora_rank;
+		rep_attn = H * ql + H * (kvl + rope);
+		split_attn = (ql ? ql : H) * heads * (nope + rope) + kvl * heads * (nope + v) + heads * v * H;
+	} else {
+		split_attn = H * m->heads * m->head_dim + 2 * H * m->kv_heads * m->head_dim + (double)m->heads * m->v_head_dim * H;
+	}
+	double moe_layers = m->experts ? L - m->first_dense : 0, dense_layers = L - moe_layers;
+	double inter = m->intermediate ? m->intermediate : 4 * H;
+	double moe_i = m->moe_intermediate ? m->moe_intermediate : inter;
+	double p_dense = dense_layers * 3 * H * inter;
+	double p_shared = moe_layers * 3 * H * (m->shared_intermediate ? m->shared_intermediate : m->shared_experts * moe_i);
+	double p_exp = moe_layers * m->experts * 3 * H * moe_i;
+	double p_router = moe_layers * m->experts * H;
+	double p_rep_attn = L * rep_attn, p_split_attn = L * split_attn;
+	double p_embed = V * H * (m->tie_embeddings ? 1 : 2);
+	double p_vision = m->vision_params;
+	/* One MTP layer: a decoder layer (MoE) plus its 2H × H projection. */
+	double p_mtp = m->nextn_layers * (rep_attn + split_attn + (m->experts ? (p_exp + p_shared + p_router) / fmax(1, moe_layers)
+									       : 3 * H * inter) + 2 * H * H);
+	const char *qm = m->quant_method;
+	bool fp8 = qm && !strcmp(qm, "fp8");
+	bool low = qm && !fp8;   /* int4 / fp4 / AWQ / GPTQ / compressed-tensors */
+	double bl = fp8 ? 1 : 2;   /* bytes a linear-layer parameter takes in the checkpoint */
+	double nonexp = (p_rep_attn + p_split_attn + p_dense + p_shared) * bl + (p_router + p_embed + p_vision) * 2;
+	double b_exp;
+	if (m->experts && low) {
+		b_exp = p_exp > 0 ? fmax(0, W - nonexp - p_mtp * bl) / (p_exp + p_mtp) : 0;   /* what is left: quantized experts */
+	} else {
+		double est = nonexp + (p_exp + p_mtp) * bl;
+		double k = est > 0 ? W / est : 1;   /* scale every part so that they sum to the checkpoint */
+		bl *= k;
+		nonexp *= k;
+		b_exp = bl;
+	}
+	/* Bytes a parameter of the non-expert parts now takes: 16-bit ones (router, embeddings, vision)
+	 * and linear layers (a byte for fp8), both scaled by what the checkpoint's total implied. */
+	double scale_nonexp = nonexp / fmax(1, (p_rep_attn + p_split_attn + p_dense + p_shared) * (fp8 ? 1 : 2) +
+						     (p_router + p_embed + p_vision) * 2);
+	double b16 = 2 * scale_nonexp, blin = (fp8 ? 1 : 2) * scale_nonexp;
+	bool sg = l->engine == LAUNCH_SGLANG;
+	double attn_tp = r->attn_tp;
+	/* vLLM: each DP replica is its own TP group; experts spread over DP × TP with expert parallel. */
+	double moe_group = sg ? (l->ep > 1 ? l->ep : l->tp) : (l->expert_parallel ? (double)l->tp * l->dp : l->tp);
+	double stage = ((double)((m->layers + l->pp - 1) / l->pp)) / L;   /* the fullest stage's share of layers */
+	double rep = p_rep_attn * stage * blin + p_router * stage * b16 + p_vision * b16;
+	/* The input embedding is vocab-parallel over TP, but whole on every rank under SGLang's DP
+	 * attention (deepseek_v2.py: VocabParallelEmbedding(enable_tp=not dp attention)); the LM head
+	 * stays split over the whole TP group unless --enable-dp-lm-head. With PP the first stage has
+	 * the one and the last the other: the fuller stage holds the larger. */
+	double in_embed = V * H * b16 / (sg && l->dp_attention ? 1 : l->tp);
+	double out_embed = m->tie_embeddings ? 0 : V * H * b16 / l->tp;
+	double embeds = l->pp > 1 ? fmax(in_embed, out_embed) : in_embed + out_embed;
+	double split = p_split_attn * stage * blin / attn_tp + (p_dense + p_shared) * stage * blin / l->tp + embeds;
+	if (sg && l->dp_attention && l->pp == 1) {
+		/* The whole input embedding is a replicated part: report it with them. */
+		rep += in_embed;
+		split -= in_embed;
+	}
+	double exp = p_exp * stage * b_exp / moe_group;
+	double mtp = l->speculative ? p_mtp * b_exp / moe_group : 0;
+	r->replicated = rep;
+	r->weights_per_gpu = rep + split + exp + mtp;
+	r->weights_estimated = true;
+	add_term(r, "weights", -(split + exp + mtp), "weights split across ranks: attention / %g, dense MLP and embeddings / "
+		 "%d, experts / %g%s%s", attn_tp, l->tp, moe_group, l->pp > 1 ? ", this stage's layers" : "",
+		 mtp ? ", with the MTP layer" : "");
+	add_term(r, "replicated", -rep, "weights every rank holds whole: %s%s%s%s",
+		 p_rep_attn ? "MLA q_a/kv_a projections, " : "", p_router ? "MoE routers, " : "",
+		 sg && l->dp_attention && l->pp == 1 ? "the input embedding (DP attention), " : "",
+		 p_vision ? "the vision tower" : rep > 0 ? "no vision tower" : "(none)");
+	if (m->nextn_layers && !l->speculative)
+		add_note(r, "the checkpoint's %d MTP layer%s (%.1f GB) load%s only with speculative decoding: not counted",
+			 m->nextn_layers, m->nextn_layers == 1 ? "" : "s", p_mtp * b_exp / PLAN_GB, m->nextn_layers == 1 ? "s" : "");
+	if (low && m->experts)
+		add_note(r, "%s checkpoint: non-expert weights taken as 16-bit, experts as the rest (%.2f bytes a parameter)",
+			 qm, b_exp);
+}
+
+/* The CUDA context and the communication buffers a rank holds before SGLang measures its memory
+ * (model_runner.py init_torch_distributed: "Init torch distributed ends. mem usage"): about 0.9 GiB
+ * of context (an SGLang TP-1 log: 94.69 GB free of 95.59 GiB at "Load weight begin") and, across
+ * ranks, NCCL plus custom all-reduce buffers growing with the group (TP 8 on H200: 1.8–2.0 GB). */
+#define CONTEXT_BYTES (0.9 * PLAN_GIB)
+static double comm_bytes(const struct launch *l)
+{
+	long long world = (long long)l->tp * l->pp;
+	if (l->engine == LAUNCH_VLLM)
+		return world > 1 ? 0.5 * PLAN_GIB : 0.15 * PLAN_GIB;   /* non-torch memory vLLM's profile adds */
+	return world > 1 ? fmin(2.0, 0.25 * (double)world) * PLAN_GIB : 0;
+}
+
+/* vLLM's profile run (v1/worker/gpu_model_runner.py profile_run) pushes max_num_batched_tokens
+ * through the model, then max_num_seqs rows of logits through the sampler (_dummy_sampler_run);
+ * the torch peak above the weights is kept out of the pool. Defaults (engine/arg_utils.py, for
+ * `vllm serve`): 8192 tokens and 1024 sequences on GPUs of 70 GiB or more other than A100, else
+ * 2048 and 256. Estimated from the shapes: the layer's largest live tensors (hidden states, q/k/v,
+ * the MLP or fused-MoE intermediates) or the sampler's float32 logits with their sorted copies,
+ * int64 indices and probabilities (about 24 bytes an element). */
+static double vllm_activation(const struct launch *l, const struct model_config *m, double gpu_bytes, char **how)
+{
+	bool big = gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
+	double n = l->max_batched ? (double)l->max_batched : big ? 8192 : 2048;
+	double seqs = l->max_running ? (double)l->max_running : big ? 1024 : 256;
+	if (!m || !m->hidden) {
+		*how = xstrdup("activation peak: model shapes unknown, 0.5 GiB assumed");
+		return 0.5 * PLAN_GIB;
+	}
+	double H = m->hidden, tp = l->tp, V = m->vocab ? m->vocab : 32000;
+	double hidden = n * H * 2 * 4;
+	double qkv = m->mla ? n * (m->heads ? m->heads : 128) / tp * 192 * 2 * 2
+			    : n * (m->heads + 2.0 * m->kv_heads) / tp * m->head_dim * 2;
+	double mlp = n * 3 * (m->intermediate ? m->intermediate : 4 * H) / tp * 2;
+	if (m->experts)
+		mlp = fmax(mlp * (m->first_dense ? 1 : 0),
+			   n * (m->experts_per_tok ? m->experts_per_tok : 8) * (3 * (m->moe_intermediate ? m->moe_intermediate : H) / tp + H) * 2);
+	double fwd = hidden + fmax(qkv, mlp);
+	double sampler = fmin(seqs, n) * V * 24;
+	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, sampler over %.0f "
+			 "sequences %.2f GiB)", n, fwd / PLAN_GIB, fmin(seqs, n), sampler / PLAN_GIB);
+	return fmax(fwd, sampler + n * H * 2);
+}
+
 static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 {
 	const struct launch *l = in->launch;
+	bool sg = l->engine == LAUNCH_SGLANG;
 	char b1[40], b2[40], b3[40];
-	r->fraction_flag = l->engine == LAUNCH_SGLANG ? "--mem-fraction-static" : "--gpu-memory-utilization";
-	r->fraction = l->has_mem_fraction ? l->mem_fraction : default_fraction(l);
+	r->fraction_flag = sg ? "--mem-fraction-static" : "--gpu-memory-utilization";
+	r->fraction = l->has_mem_fraction ? l->mem_fraction : 0.9;
 	r->fraction_assumed = !l->has_mem_fraction;
-	if (r->fraction_assumed)
-		add_note(r, "%s not given: assumed %.2f, %s", r->fraction_flag, r->fraction,
-			 l->engine == LAUNCH_SGLANG ? "SGLang's old default for this TP size (newer SGLang derives it from "
-						      "the GPU's memory; pass the flag to be exact)"
-						    : "vLLM's default");
+	if (r->fraction_assumed && sg) {
+		char *why = NULL;
+		r->fraction = sglang_default_fraction(l, in->gpu_total_bytes, in->has_gpu_total, &why);
+		add_note(r, "--mem-fraction-static not given: %.3f, %s (multimodal models get less: pass the flag to be exact)",
+			 r->fraction, why);
+		free(why);
+	} else if (r->fraction_assumed) {
+		add_note(r, "--gpu-memory-utilization not given: 0.9, vLLM's default");
+	}
 	r->overhead = in->overhead_bytes;
 	if (in->has_weights) {
 		r->has_weights = true;
-		r->weights_per_gpu = in->weights_bytes / ((double)l->tp * l->pp);
+		plan_weights(in, r);
 		if (l->has_cpu_offload)
 			r->weights_per_gpu = fmax(0, r->weights_per_gpu - l->cpu_offload_gib * PLAN_GIB);
 	}
@@ -257,42 +507,112 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	}
 	r->has_gpu_total = true;
 	r->gpu_total = in->gpu_total_bytes;
-	r->budget = r->gpu_total * r->fraction;
-	r->reserve = r->gpu_total - r->budget;
+	r->cuda_total = in->gpu_total_bytes;
+	add_term(r, "cuda_total", r->cuda_total, "GPU total as CUDA reports it (torch.cuda.mem_get_info)");
+	double used_by_others = in->has_gpu_used ? in->gpu_used_bytes : 0;
+	if (in->estimate_overhead) {
+		/* vLLM measures from a baseline taken after its CUDA context: only SGLang loses it. */
+		r->context = sg ? CONTEXT_BYTES : 0;
+		r->comm = comm_bytes(l);
+	}
+	/* SGLang: total_gpu_memory = free memory after the context and NCCL start, the minimum across
+	 * ranks (model_runner.py init_torch_distributed); the pool is what is free after loading minus
+	 * total_gpu_memory × (1 − fraction) (profile_max_num_token). So the fraction applies to the
+	 * memory free at start, not to the GPU's total. vLLM: requested = total × utilization
+	 * (gpu_worker.py init_device) and the pool = requested − weights − activation peak − non-torch
+	 * memory (determine_available_memory). */
+	double base = sg ? r->cuda_total - used_by_others - r->context - r->comm : r->cuda_total;
+	r->budget = base * r->fraction;
+	r->reserve = base - r->budget;
+	if (sg && in->estimate_overhead) {
+		add_term(r, "context", -r->context * r->fraction, "CUDA context %.1f GiB, × the fraction (SGLang measures after it)",
+			 r->context / PLAN_GIB);
+		if (r->comm)
+			add_term(r, "comm", -r->comm * r->fraction, "NCCL and all-reduce buffers %.2f GiB for %d ranks, × the fraction",
+				 r->comm / PLAN_GIB, l->tp * l->pp);
+	}
+	if (used_by_others)
+		add_term(r, "others", -used_by_others * (sg ? r->fraction : 0), "memory other processes hold (live NVML)");
+	/* With SGLang's context, buffers and others' memory counted × the fraction above, what the
+	 * fraction keeps back is the GPU total × (1 − fraction) in both engines. */
+	add_term(r, "reserve", -r->cuda_total * (1 - r->fraction), "%s %.3f keeps 1 − %.3f of the total back",
+		 r->fraction_flag, r->fraction, r->fraction);
 	if (!r->has_weights) {
 		r->gpu_verdict = PLAN_UNKNOWN;
 		r->gpu_message = xasprintf("budget %s GiB per GPU; weights unknown: pass --weights-gb or a model folder "
 					   "with safetensors", plan_fmt(b1, r->budget / PLAN_GIB, 1));
 		return;
 	}
-	double used = r->weights_per_gpu + r->overhead;
+	double other;   /* what the engine keeps out of the pool besides the weights */
+	if (!in->estimate_overhead) {
+		other = r->overhead;
+		add_term(r, "overhead", -other, "--overhead as given");
+	} else if (sg) {
+		other = 0;
+	} else {
+		char *how = NULL;
+		r->activation = vllm_activation(l, in->model, r->cuda_total, &how);
+		add_term(r, "activation", -r->activation, "%s", how);
+		free(how);
+		add_term(r, "comm", -r->comm, "non-torch memory (NCCL, cuBLAS workspaces) the profile sees, estimated");
+		other = r->activation + r->comm;
+		if (used_by_others)
+			add_note(r, "vLLM V1 counts only its own memory, but refuses to start when less than total × "
+				    "utilization is free: other processes hold %s GiB", plan_fmt(b1, used_by_others / PLAN_GIB, 1));
+	}
+	r->overhead = sg ? r->context + r->comm : other;
+	double used = r->weights_per_gpu + other;
 	r->kv_pool = r->budget - used;
 	r->has_kv_pool = true;
+	if (!sg && l->has_kv_cache_memory) {
+		/* vLLM --kv-cache-memory: the pool is that many bytes; the fraction is not used. */
+		r->kv_fixed = true;
+		r->kv_pool = l->kv_cache_memory;
+		double need = r->weights_per_gpu + other + l->kv_cache_memory;
+		if (need > r->cuda_total)
+			add_note(r, "--kv-cache-memory: weights, activations and the %s GiB pool need %s GiB, more than the GPU's %s GiB",
+				 plan_fmt(b1, l->kv_cache_memory / PLAN_GIB, 1), plan_fmt(b2, need / PLAN_GIB, 1),
+				 plan_fmt(b3, r->cuda_total / PLAN_GIB, 1));
+		add_term(r, "kv_cache_memory", 0, "--kv-cache-memory %s GiB sets the pool", plan_fmt(b1, l->kv_cache_memory / PLAN_GIB, 2));
+	}
+	if (!sg && used_by_others > r->cuda_total - r->budget) {
+		/* vLLM V1 refuses to start when less than total × utilization is free (gpu_worker.py
+		 * init_device: "Free memory on device ... is less than desired GPU memory utilization"). */
+		r->gpu_verdict = PLAN_NO_FIT;
+		r->gpu_message = xasprintf("vLLM refuses to start: other processes hold %s GiB, so less than %s × %.2f = "
+					   "%s GiB is free; at most --gpu-memory-utilization %.2f",
+					   plan_fmt(b1, used_by_others / PLAN_GIB, 1), plan_fmt(b2, r->cuda_total / PLAN_GIB, 1),
+					   r->fraction, plan_fmt(b3, r->budget / PLAN_GIB, 1),
+					   floor((r->cuda_total - used_by_others) / r->cuda_total * 100) / 100);
+		return;
+	}
 	if (r->kv_pool > 0) {
 		r->gpu_verdict = PLAN_FITS;
-		r->gpu_message = xasprintf("weights %s GiB + overhead %s GiB leave %s GiB of the %s GiB budget for the KV cache",
-					   plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, r->overhead / PLAN_GIB, 1),
-					   plan_fmt(b3, r->kv_pool / PLAN_GIB, 1), plan_fmt((char[40]){0}, r->budget / PLAN_GIB, 1));
+		r->gpu_message = xasprintf("weights %s GiB + %s %s GiB leave %s GiB of the %s GiB budget for the KV cache",
+					   plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1),
+					   !in->estimate_overhead ? "overhead" : sg ? "context and buffers" : "activations and buffers",
+					   plan_fmt(b2, (sg && in->estimate_overhead ? (r->context + r->comm) * r->fraction : other) / PLAN_GIB, 1),
+					   plan_fmt(b3, r->kv_pool / PLAN_GIB, 1), plan_fmt((char[40]){0}, (sg ? r->budget + (r->context + r->comm) * r->fraction : r->budget) / PLAN_GIB, 1));
 		return;
 	}
 	r->gpu_verdict = PLAN_NO_FIT;
 	/* The smallest fraction that leaves room for one page of KV, else how many GPUs it needs. */
-	double need_frac = (used + (r->has_cell ? r->cell_bytes * 4096 : 0)) / r->gpu_total;
-	double per_gpu_room = r->budget - r->overhead;
+	double need_frac = (used + (r->has_cell ? r->cell_bytes * 4096 : 0)) / fmax(1, base);
+	double per_gpu_room = r->budget - other;
 	if (need_frac < 0.99) {
 		r->gpu_message = xasprintf("weights %s GiB + overhead %s GiB exceed the %s GiB budget (%s %.2f); "
 					   "at least %.2f leaves room for the KV cache",
-					   plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, r->overhead / PLAN_GIB, 1),
+					   plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, other / PLAN_GIB, 1),
 					   plan_fmt(b3, r->budget / PLAN_GIB, 1), r->fraction_flag, r->fraction,
 					   ceil(need_frac * 100) / 100);
 	} else if (per_gpu_room > 0) {
 		double need = ceil(in->weights_bytes / per_gpu_room);
 		r->gpu_message = xasprintf("weights %s GiB per GPU exceed the %s GiB budget: the model needs at least %.0f GPUs "
-					   "(tp × pp) of this size",
+					   "of this size",
 					   plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, r->budget / PLAN_GIB, 1), need);
 	} else {
 		r->gpu_message = xasprintf("the overhead %s GiB alone exceeds the %s GiB budget",
-					   plan_fmt(b1, r->overhead / PLAN_GIB, 1), plan_fmt(b2, r->budget / PLAN_GIB, 1));
+					   plan_fmt(b1, other / PLAN_GIB, 1), plan_fmt(b2, r->budget / PLAN_GIB, 1));
 	}
 }
 
@@ -316,6 +636,11 @@ static void plan_kv_tokens(const struct plan_input *in, struct plan_result *r)
 	/* Both engines allocate whole pages (SGLang --page-size, vLLM --block-size, default 16). */
 	int page = l->page_size ? l->page_size : l->engine == LAUNCH_VLLM ? 16 : 1;
 	t = floor(t / page) * page;
+	if (l->engine == LAUNCH_SGLANG && l->max_total_tokens && t > (double)l->max_total_tokens) {
+		/* SGLang caps the pool at --max-total-tokens (model_runner init_memory_pool). */
+		t = (double)l->max_total_tokens;
+		add_note(r, "--max-total-tokens %ld caps the pool below what the memory allows", l->max_total_tokens);
+	}
 	r->tokens = (uint64_t)t;
 	r->has_tokens = true;
 	r->concurrency = in->avg_tokens > 0 ? r->tokens / (uint64_t)in->avg_tokens : 0;
@@ -326,6 +651,22 @@ static void plan_kv_tokens(const struct plan_input *in, struct plan_result *r)
 	r->concurrency_total = r->concurrency * (uint64_t)l->dp;
 	/* What a configuration buys: the fraction's every hundredth moves total × 0.01 bytes into the pool. */
 	r->tokens_per_point = (uint64_t)floor(r->gpu_total * 0.01 / r->cell_bytes);
+	/* vLLM refuses to start when one request of max_model_len does not fit (kv_cache_utils.py
+	 * check_enough_kv_cache_memory); max_model_len defaults to the model's. SGLang clamps instead. */
+	r->max_model_len = l->context_len ? l->context_len : in->model ? in->model->max_position : 0;
+	if (l->engine == LAUNCH_VLLM && r->max_model_len && r->tokens && r->tokens < (uint64_t)r->max_model_len) {
+		r->kv_verdict = PLAN_NO_FIT;
+		r->kv_message = xasprintf("%s tokens: vLLM refuses to start, one request of max_model_len %s (%s) does not "
+					  "fit; lower --max-model-len to at most %s or raise --gpu-memory-utilization",
+					  plan_fmt(b1, (double)r->tokens, 0), plan_fmt(b2, (double)r->max_model_len, 0),
+					  l->context_len ? "--max-model-len" : "the model's max_position_embeddings",
+					  plan_fmt(b3, (double)r->tokens, 0));
+		return;
+	}
+	if (l->engine == LAUNCH_SGLANG && !l->context_len && r->max_model_len && r->tokens &&
+	    r->tokens < (uint64_t)r->max_model_len)
+		add_note(r, "SGLang starts anyway: a request longer than the %s-token pool is refused at run time",
+			 plan_fmt(b1, (double)r->tokens, 0));
 	if (r->tokens == 0 || (l->context_len && r->tokens < (uint64_t)l->context_len)) {
 		r->kv_verdict = PLAN_NO_FIT;
 		if (r->tokens == 0)
@@ -407,13 +748,15 @@ static void plan_host(const struct plan_input *in, struct plan_result *r)
 		it->max_unit = "GiB per GPU";
 	}
 	if (!sg && l->has_swap_space && l->swap_space_gib > 0) {
+		/* V1 (the default since 0.8, the only engine since 0.11) allocates no swap space: it
+		 * recomputes preempted requests; V0 pinned this many GiB per GPU. */
 		struct plan_host_item *it = add_item(r, "--swap-space", l->swap_space_gib, "per GPU",
-						     "KV swap space (legacy V0 engine)", ranks);
+						     "KV swap space (allocated by the legacy V0 engine only)", ranks);
 		it->known = true;
-		it->each_bytes = l->swap_space_gib * PLAN_GIB;
+		it->each_bytes = 0;
 		it->max_unit = "GiB per GPU";
-		add_note(r, "--swap-space is GiB per GPU and only the legacy V0 engine allocates it; vLLM's V1 engine "
-			    "recomputes preempted requests instead");
+		add_note(r, "--swap-space %g is GiB per GPU, but vLLM's V1 engine allocates none of it (counted as 0); "
+			    "the legacy V0 engine pinned %g GiB on this node", l->swap_space_gib, l->swap_space_gib * ranks);
 	}
 	if (!sg && l->has_kv_offload && l->kv_offload_gib > 0) {
 		/* One buffer per engine instance, shared out across its TP ranks. */
@@ -426,8 +769,8 @@ static void plan_host(const struct plan_input *in, struct plan_result *r)
 		it->known = true;
 		it->each_bytes = l->kv_offload_gib * PLAN_GIB;
 		it->max_unit = "GiB in total";
-		add_note(r, "--kv-offloading-size is GiB in total across the TP ranks (%g GiB each at TP %d): the "
-			    "opposite of SGLang's per-rank --hicache-size", l->kv_offload_gib / l->tp, l->tp);
+		add_note(r, "--kv-offloading-size is GiB in total for the engine, %g GiB for each of its tp × pp = %lld "
+			    "ranks: the opposite of SGLang's per-rank --hicache-size", l->kv_offload_gib / (double)tp_pp, tp_pp);
 	}
 
 	double total = 0;
@@ -537,20 +880,26 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 	plan_gpu_memory(in, r);
 	plan_kv_tokens(in, r);
 	plan_host(in, r);
-	if (l->engine == LAUNCH_VLLM)
-		add_note(r, "vLLM also keeps its measured activation peak out of --gpu-memory-utilization; the real KV "
-			    "pool is smaller by that (raise --overhead to account for it). Older vLLM counted other "
-			    "processes' GPU memory against the fraction too");
-	else
+	if (l->engine == LAUNCH_SGLANG && r->has_gpu_total)
 		add_note(r, "SGLang's 1 − --mem-fraction-static reserve (%.1f GiB per GPU here) holds activations and "
-			    "CUDA graphs", r->has_gpu_total ? r->reserve / PLAN_GIB : 0);
-	if (l->speculative)
-		add_note(r, "speculative decoding: the draft model's weights and KV cache also take GPU memory (not counted)");
+			    "CUDA graphs", r->reserve / PLAN_GIB);
+	if (in->estimate_overhead && r->has_gpu_total)
+		add_note(r, "the CUDA context, communication buffers%s are estimates; `gpuwho plan --log` compares with "
+			    "what an engine printed", l->engine == LAUNCH_VLLM ? " and the activation peak" : "");
+	if (!in->has_gpu_used && in->estimate_overhead && r->has_gpu_total)
+		add_note(r, "memory held by other processes on these GPUs is unknown (no live NVML): assumed none");
+	if (l->speculative && !(in->model && in->model->nextn_layers))
+		add_note(r, "speculative decoding: a separate draft model's weights are not counted");
 	if (l->quantization)
 		add_note(r, "--quantization: weights counted as stored on disk; quantizing at load time changes them");
-	if (l->engine == LAUNCH_VLLM && l->expert_parallel)
-		add_note(r, "--enable-expert-parallel spreads experts over DP × TP ranks: weights per GPU may be lower "
-			    "than weights / (tp × pp)");
+	if (in->model && in->model->sliding_window && (in->model->swa_layers || l->engine == LAUNCH_VLLM))
+		add_note(r, "sliding-window layers (%d of %d, window %d) are counted as full attention: SGLang does so for "
+			    "GPT-OSS and Gemma (it turns its hybrid SWA pool off for them); vLLM's hybrid allocator and "
+			    "SGLang's SWA pool for other models hold more tokens than shown", in->model->swa_layers,
+			 in->model->layers, in->model->sliding_window);
+	if (in->model && in->model->index_head_dim)
+		add_note(r, "DeepSeek-V3.2's indexer keeps %d + %d bytes a token and layer of its own (counted)",
+			 in->model->index_head_dim, in->model->index_head_dim / 32);
 	r->verdict = worse(worse(r->gpus_verdict, r->gpu_verdict), worse(r->kv_verdict, r->host_verdict));
 	return 0;
 }
@@ -573,6 +922,8 @@ void plan_result_free(struct plan_result *r)
 	}
 	free(r->host);
 	free(r->host_message);
+	for (int i = 0; i < r->nterms; i++)
+		free(r->terms[i].how);
 	for (size_t i = 0; i < r->nnotes; i++)
 		free(r->notes[i]);
 	free(r->notes);

@@ -4,8 +4,9 @@
  * needs come in plan_input, read by plan/live.c (live) or given on the command line. Formulas and
  * their sources: docs/plan.md. */
 /* Layer plan/: `gpuwho plan` — the launch parser (launch.c), the model reader (model.c), the
- * arithmetic (plan.c, pure) and the live facts it needs (live.c). May include nvml/, proc/,
- * sys/, util; never snapshot/, diagnose/, free/, render/ or cmd/. */
+ * arithmetic (plan.c, pure), the engine-log reader and comparison (enginelog.c, pure) and the live
+ * facts it needs (live.c). May include nvml/, proc/, sys/, util; never snapshot/, diagnose/,
+ * free/, render/ or cmd/. */
 #ifndef GPUWHO_PLAN_PLAN_H
 #define GPUWHO_PLAN_PLAN_H
 
@@ -30,7 +31,11 @@ struct plan_input {
 	double gpu_total_bytes;            /* one GPU's total memory */
 	bool has_host_avail;
 	double host_avail_bytes;           /* MemAvailable, or --host-mem */
-	double overhead_bytes;             /* per GPU besides weights and KV: CUDA context, communication buffers */
+	double overhead_bytes;             /* per GPU besides weights and KV, when given (--overhead) */
+	bool estimate_overhead;            /* true: model the CUDA context, communication buffers and vLLM's
+					    * activation peak instead of overhead_bytes */
+	double gpu_used_bytes;             /* memory other processes hold on the fullest GPU (live NVML), 0 if none */
+	bool has_gpu_used;                 /* false: unknown, assumed none */
 	long avg_tokens;                   /* tokens per request, for concurrency */
 	int host_gpus;                     /* GPUs on this host; -1: unknown */
 	const char *cuda_visible;          /* CUDA_VISIBLE_DEVICES, or NULL when unset */
@@ -51,6 +56,13 @@ struct plan_host_item {
 	bool has_max;
 	double max_value;        /* in the flag's own unit */
 	const char *max_unit;    /* "GB per rank", "GiB per GPU", ... */
+};
+
+/* One term of the per-GPU memory account, for the term-by-term report and --log comparison. */
+struct plan_term {
+	const char *key;         /* "cuda_total", "context", "comm", "weights", "activation", ... */
+	double bytes;            /* signed contribution as the engine counts it */
+	char *how;               /* where the number comes from, one line */
 };
 
 struct plan_result {
@@ -79,6 +91,17 @@ struct plan_result {
 	double kv_pool;          /* budget − weights − overhead (may be negative) */
 	enum plan_verdict gpu_verdict;
 	char *gpu_message;
+	double cuda_total;       /* what torch.cuda.mem_get_info reports (gpu_total less the driver's reserve) */
+	double context;          /* CUDA context (+ for SGLang: communication buffers) before the engine measures */
+	double comm;             /* NCCL / custom all-reduce buffers */
+	double activation;       /* vLLM: the profiled activation peak, estimated */
+	double replicated;       /* weights every rank holds in full (MLA q/kv-a projections, routers, vision tower) */
+	bool weights_estimated;  /* weights per rank from the model's shapes (else total / (tp × pp)) */
+	bool kv_fixed;           /* vLLM --kv-cache-memory: the pool is given, not derived */
+	int stage_layers;        /* layers whose KV one rank holds (its pipeline stage) */
+	long max_model_len;      /* vLLM: the length one request must fit (flag, else the model's); 0 unknown */
+	struct plan_term terms[16];
+	int nterms;
 
 	/* KV cache */
 	bool has_cell;
@@ -134,6 +157,7 @@ struct plan_facts {
 	const char *config_path;
 	const struct model_config *model;
 	const char *weights_source;
+	double weights_total;   /* the whole checkpoint's bytes, when known */
 	const char *gpu_source;
 	const char *host_source;
 	const char *cuda_visible;

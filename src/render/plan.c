@@ -1,7 +1,9 @@
 /* render/plan: `gpuwho plan`'s report — the verdict first, then GPUs, GPU memory, KV cache and
  * host memory, each with the numbers behind it — and its JSON (docs/json.md, "plan"). */
 #include "json.h"
+#include "plan/enginelog.h"
 #include "plan/plan.h"
+#include "escape.h"
 #include "render/render.h"
 #include "util.h"
 
@@ -85,12 +87,28 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 		put_line(f, o, 2, "budget: %s GiB total (%s) × %s %.2f%s = %s GiB; reserve %s GiB", plan_fmt(b1, r->gpu_total / PLAN_GIB, 1),
 			 pf->gpu_source, r->fraction_flag, r->fraction, r->fraction_assumed ? " (assumed)" : "",
 			 plan_fmt(b2, r->budget / PLAN_GIB, 1), plan_fmt(b3, r->reserve / PLAN_GIB, 1));
-	if (r->has_weights)
+	if (r->has_weights && r->weights_estimated)
+		put_line(f, o, 2, "weights: %s GiB per GPU of %s GB (%s), %s GiB of it held whole on every rank%s",
+			 plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1), plan_fmt(b2, pf->weights_total / PLAN_GB, 0),
+			 pf->weights_source, plan_fmt(b3, r->replicated / PLAN_GIB, 2), l->has_cpu_offload ? " − --cpu-offload-gb" : "");
+	else if (r->has_weights)
 		put_line(f, o, 2, "weights: %s GiB per GPU = %s GB (%s) / (tp %d × pp %d)%s", plan_fmt(b1, r->weights_per_gpu / PLAN_GIB, 1),
-			 plan_fmt(b2, r->weights_per_gpu * l->tp * l->pp / PLAN_GB + (l->has_cpu_offload ? l->cpu_offload_gib * PLAN_GIB * l->tp * l->pp / PLAN_GB : 0), 0),
-			 pf->weights_source, l->tp, l->pp, l->has_cpu_offload ? " − --cpu-offload-gb" : "");
+			 plan_fmt(b2, pf->weights_total / PLAN_GB, 0), pf->weights_source, l->tp, l->pp,
+			 l->has_cpu_offload ? " − --cpu-offload-gb" : "");
 	else
 		put_line(f, o, 2, "weights: unknown (%s)", pf->weights_source);
+	if (r->nterms > 1 && r->has_kv_pool) {
+		/* In the order the engine counts: the GPU, what is gone before it measures, the fraction's
+		 * reserve, the weights, then what the profile adds. */
+		static const char *const order[] = {"cuda_total", "others", "context", "comm", "reserve", "weights",
+						    "replicated", "activation", "overhead", "kv_cache_memory"};
+		put_line(f, o, 2, "the account, GiB per GPU:");
+		for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+			for (int i = 0; i < r->nterms; i++)
+				if (!strcmp(r->terms[i].key, order[k]))
+					put_line(f, o, 4, "%+8.2f  %s", r->terms[i].bytes / PLAN_GIB, r->terms[i].how);
+		put_line(f, o, 4, "%8.2f  = the KV pool", r->kv_pool / PLAN_GIB);
+	}
 
 	fprintf(f, "\nKV cache, per rank: %s\n", verdict_upper(r->kv_verdict));
 	put_line(f, o, 2, "%s", r->kv_message);
@@ -168,8 +186,7 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jm, "head_dim", jnum(m && !m->mla, m ? m->head_dim : 0));
 	json_object_set_new(jm, "v_head_dim", jnum(m && !m->mla, m ? m->v_head_dim : 0));
 	json_object_set_new(jm, "dtype", json_str_or_null(m ? m->torch_dtype : NULL));
-	json_object_set_new(jm, "weights_bytes", jnum(r->has_weights, r->weights_per_gpu * l->tp * l->pp +
-									  (l->has_cpu_offload ? l->cpu_offload_gib * PLAN_GIB * l->tp * l->pp : 0)));
+	json_object_set_new(jm, "weights_bytes", jnum(r->has_weights, pf->weights_total));
 	json_object_set_new(jm, "weights_source", json_str_or_null(r->has_weights ? pf->weights_source : NULL));
 	json_object_set_new(root, "model", jm);
 
@@ -202,6 +219,19 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jg, "weights_bytes_per_gpu", jnum(r->has_weights, round(r->weights_per_gpu)));
 	json_object_set_new(jg, "overhead_bytes", jnum(true, round(r->overhead)));
 	json_object_set_new(jg, "kv_pool_bytes", jnum(r->has_kv_pool, round(r->kv_pool)));
+	json_object_set_new(jg, "replicated_bytes_per_gpu", jnum(r->has_weights && r->weights_estimated, round(r->replicated)));
+	json_object_set_new(jg, "context_bytes", jnum(true, round(r->context)));
+	json_object_set_new(jg, "comm_bytes", jnum(true, round(r->comm)));
+	json_object_set_new(jg, "activation_bytes", jnum(true, round(r->activation)));
+	json_t *jt = json_array();
+	for (int i = 0; i < r->nterms; i++) {
+		json_t *t = json_object();
+		json_object_set_new(t, "term", json_string(r->terms[i].key));
+		json_object_set_new(t, "bytes", json_real(round(r->terms[i].bytes)));
+		json_object_set_new(t, "how", json_string(r->terms[i].how));
+		json_array_append_new(jt, t);
+	}
+	json_object_set_new(jg, "terms", jt);
 	json_object_set_new(root, "gpu_memory", jg);
 
 	json_t *jk = json_object();
@@ -256,4 +286,67 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_decref(rn);
 	json_object_set_new(root, "notes", notes);
 	return root;
+}
+
+static void fmt_value(char *buf, const struct log_row *w, bool has, double v)
+{
+	char b[40];
+	if (!has)
+		snprintf(buf, 40, "-");
+	else if (!strcmp(w->key, "tokens"))
+		snprintf(buf, 40, "%s", plan_fmt(b, v, 0));
+	else
+		snprintf(buf, 40, "%s GiB", plan_fmt(b, v / PLAN_GIB, 2));
+}
+
+void render_plan_log_text(FILE *f, const char *path, const struct engine_log *lg, const struct log_compare *c,
+			  const struct render_opts *o)
+{
+	char *p = escape_term(path, strlen(path));
+	fprintf(f, "\nAgainst the log %s (%s, %d memory line%s):\n", p, launch_engine_name(lg->engine), lg->lines,
+		lg->lines == 1 ? "" : "s");
+	free(p);
+	/* A table: fixed columns, so printed as is (every cell is a number or one of our own labels). */
+	fprintf(f, "  %-28s %14s %14s %8s\n", "", "predicted", "printed", "error");
+	for (int i = 0; i < c->nrows; i++) {
+		const struct log_row *w = &c->rows[i];
+		char a[40], b[40], e[16] = "";
+		fmt_value(a, w, w->has_predicted, w->predicted);
+		fmt_value(b, w, w->has_logged, w->logged);
+		if (w->has_predicted && w->has_logged && w->logged > 0)
+			snprintf(e, sizeof e, "%+.1f%%", w->error * 100);
+		fprintf(f, "  %-28.28s %14s %14s %8s\n", w->what, a, b, e);
+	}
+	if (lg->refused)
+		put_line(f, o, 2, "the engine refused to start: one max_model_len request did not fit");
+	if (lg->tokens_from_blocks)
+		put_line(f, o, 2, "printed tokens from \"# GPU blocks\" × the block size");
+	put_line(f, o, 2, "%s", c->summary);
+	if (c->has_error)
+		put_line(f, o, 2, "token count %s by %.1f%%%s", c->error >= 0 ? "over-predicted" : "under-predicted",
+			 fabs(c->error) * 100, fabs(c->error) <= 0.10 ? " (within 10%)" : " (more than 10%)");
+}
+
+json_t *render_plan_log_json(const char *path, const struct engine_log *lg, const struct log_compare *c)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "file", json_str_or_null(path));
+	json_object_set_new(j, "engine", json_string(lg->engine == LAUNCH_SGLANG ? "sglang" : lg->engine == LAUNCH_VLLM ? "vllm" : "unknown"));
+	json_object_set_new(j, "lines", json_integer(lg->lines));
+	json_object_set_new(j, "refused", json_boolean(lg->refused));
+	json_t *rows = json_array();
+	for (int i = 0; i < c->nrows; i++) {
+		const struct log_row *w = &c->rows[i];
+		json_t *r = json_object();
+		json_object_set_new(r, "term", json_string(w->key));
+		json_object_set_new(r, "what", json_string(w->what));
+		json_object_set_new(r, "predicted", jnum(w->has_predicted, round(w->predicted)));
+		json_object_set_new(r, "printed", jnum(w->has_logged, round(w->logged)));
+		json_object_set_new(r, "error", jnum(w->has_predicted && w->has_logged && w->logged > 0, w->error));
+		json_array_append_new(rows, r);
+	}
+	json_object_set_new(j, "terms", rows);
+	json_object_set_new(j, "tokens_error", jnum(c->has_error, c->error));
+	json_object_set_new(j, "summary", json_string(c->summary));
+	return j;
 }

@@ -186,4 +186,15 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 /* Returns `gpuwho plan --json` (docs/json.md, "plan") as a new JSON object; never NULL. */
 json_t *render_plan_json(const struct launch *l, const struct plan_result *r, const struct plan_facts *pf);
 
+struct engine_log;
+struct log_compare;
+
+/* Prints `gpuwho plan --log`'s comparison: predicted against printed, term by term, then the
+ * error on the token count and which term explains most of it. `path` is the log's name (escaped). */
+void render_plan_log_text(FILE *f, const char *path, const struct engine_log *lg, const struct log_compare *c,
+			  const struct render_opts *o);
+
+/* The same as a JSON object ("log" in `gpuwho plan --log --json`); never NULL. */
+json_t *render_plan_log_json(const char *path, const struct engine_log *lg, const struct log_compare *c);
+
 #endif

@@ -12,7 +12,7 @@ test_vllm_tp4_kv_offloading_size_is_the_total() {
 	expect_jq "$out" '.engine == "vllm" and .gpus.gpus == 4'
 	expect_jq "$out" '.host_memory.items[0] | .flag == "--kv-offloading-size" and .count == 1 and .total_bytes == 68719476736'
 	expect_jq "$out" '.kv_cache.bytes_per_token == 81920'
-	expect_jq "$out" '[.notes[] | select(test("total across the TP ranks"))] | length == 1'
+	expect_jq "$out" '[.notes[] | select(test("GiB in total for the engine"))] | length == 1'
 }
 
 test_sglang_tp4_hicache_size_is_per_rank() {
@@ -39,7 +39,7 @@ test_cuda_visible_devices_prefix_too_few_gpus_exits_1() {
 }
 
 test_env_options_before_the_program_are_understood() {
-	out=$("$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \
+	out=$("$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 100 -- \
 		env -u VAR -i CUDA_VISIBLE_DEVICES=2,3 python3 -m sglang.launch_server --model-path m --tp 2) || fail "exit $?: $out"
 	expect_jq "$out" '.engine == "sglang" and .gpus.gpu_ids == ["2","3"]'
 	out=$(CUDA_VISIBLE_DEVICES=4,5 "$GPUWHO" plan --json --gpu-mem 80 --host-mem 1TB --weights-gb 141 -- \
@@ -70,6 +70,22 @@ test_model_nowhere_asks_for_config_and_never_downloads() {
 	[ "$rc" -eq 0 ] || fail "exit $rc, want 0 (nothing known does not fit)"
 	expect_has "$out" "not a local folder nor in the Hugging Face cache"
 	expect_has "$out" "pass --model-config FILE"
+}
+
+# Live NVML: CUDA's total is NVML's less the driver's reserve, and memory in use on the GPUs is gone
+# for the launch (SGLang measures after it; vLLM refuses when less than total × utilization is free).
+test_live_nvml_reserve_and_memory_in_use() {
+	printf 'gpu 0 total_mib=81920 reserved_mib=512 used_mib=20480\ngpu 1 total_mib=81920 reserved_mib=512\n' >"$TMP/nv.scn"
+	out=$(FAKE_NVML_SCENARIO="$TMP/nv.scn" "$GPUWHO" plan --json --nvml "$TESTBIN/fake_nvml.so" --host-mem 1TB \
+		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- \
+		python3 -m sglang.launch_server --model-path m --mem-fraction-static 0.8); rc=$?
+	[ "$rc" -le 1 ] || fail "exit $rc: $out"
+	expect_jq "$out" '.gpu_memory.total_source == "NVML, less the driver'"'"'s reserve" and .gpu_memory.total_bytes == 85362475008'
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "others")] | length == 1'
+	out=$(FAKE_NVML_SCENARIO="$TMP/nv.scn" "$GPUWHO" plan --json --nvml "$TESTBIN/fake_nvml.so" --host-mem 1TB \
+		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- vllm serve m); rc=$?
+	[ "$rc" -eq 1 ] || fail "exit $rc, want 1: $out"
+	expect_jq "$out" '.gpu_memory.message | test("vLLM refuses to start: other processes hold 20.0 GiB")'
 }
 
 run_tests

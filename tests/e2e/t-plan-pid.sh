@@ -3,14 +3,14 @@
 # CUDA_VISIBLE_DEVICES (/proc/PID/environ).
 . "$(dirname "$0")/lib.sh"
 FAKE="$TESTBIN/fakeserver"
-KIMI="$TESTS/fixtures/models/kimi-k2.5/config.json"
+KIMI="$TESTS/fixtures/models/kimi-k2.5-kv/config.json"
 
 test_pid_of_an_sglang_launch_is_planned() {
 	CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 spawn "$FAKE" "$TMP/ready" python3 -m sglang.launch_server \
 		--model-path moonshotai/Kimi-K2.5 --tp 8 --mem-fraction-static 0.93 --enable-hierarchical-cache --hicache-size 300
 	wait_file "$TMP/ready"
 	pid=$(cat "$TMP/ready")
-	out=$("$GPUWHO" plan --json --pid "$pid" --gpu-mem 96 --host-mem 408GB --weights-gb 588GiB --model-config "$KIMI"); rc=$?
+	out=$("$GPUWHO" plan --json --pid "$pid" --gpu-mem 96 --host-mem 408GB --weights-gb 588GiB --overhead 0.5 --model-config "$KIMI"); rc=$?
 	[ "$rc" -eq 1 ] || fail "exit $rc, want 1: $out"
 	expect_jq "$out" ".pid == $pid and .engine == \"sglang\" and .command[0] == \"python3\""
 	expect_jq "$out" '.host_memory.items[0].max_value == 49 and .kv_cache.tokens_per_rank == 233475'

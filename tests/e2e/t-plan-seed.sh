@@ -2,8 +2,14 @@
 # gpuwho plan on the seed's host: 8 × 96 GiB GPUs, 408 GB available, Kimi-K2.5 at TP 8 holding
 # 74 GiB per GPU before its KV pool (588 GiB of weights / 8 + the default 0.5 GiB overhead).
 . "$(dirname "$0")/lib.sh"
-KIMI="$TESTS/fixtures/models/kimi-k2.5/config.json"
-SEED=(--gpu-mem 96GiB --host-mem 408GB --weights-gb 588GiB --model-config "$KIMI")
+# The arithmetic tests: Kimi-K2.5's KV shape alone, the weights split evenly and a fixed 0.5 GiB
+# overhead, so that every number below can be checked by hand.
+KIMI="$TESTS/fixtures/models/kimi-k2.5-kv/config.json"
+SEED=(--gpu-mem 96GiB --host-mem 408GB --weights-gb 588GiB --overhead 0.5 --model-config "$KIMI")
+# The prediction test: the model's real config.json, its checkpoint (595 GB: 1.015e12 expert
+# parameters in int4 with a bf16 scale per 32, + 28 GB of 16-bit rest) and the seed's GPUs as
+# nvidia-smi shows them (97,887 MiB), everything else modelled.
+REAL=(--gpu-mem 97887MiB --host-mem 408GB --weights-gb 595GB --model-config "$TESTS/fixtures/models/kimi-k2.5/config.json")
 LAUNCH=(python3 -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code)
 flat() { tr -s ' \n' '  '; }
 
@@ -14,6 +20,15 @@ test_seed_085_fits_with_116k_tokens_and_29_requests() {
 	expect_has "$out" "116,126 tokens per rank: 29 requests at once at 4,000 tokens each"
 	expect_has "$out" "70,272 bytes a token"
 	expect_has "$out" "pool 7.60 GiB"
+}
+
+test_seed_prediction_is_within_10_percent_of_what_sglang_printed() {
+	# The seed: "approximately 116,000 tokens", "about 28 concurrent requests" of 4,000+ tokens.
+	out=$("$GPUWHO" plan --json "${REAL[@]}" -- "${LAUNCH[@]}" --mem-fraction-static 0.85) || fail "exit $?: $out"
+	expect_jq "$out" '.kv_cache.tokens_per_rank >= 104400 and .kv_cache.tokens_per_rank <= 127600'
+	expect_jq "$out" '.kv_cache.concurrency >= 26 and .kv_cache.concurrency <= 30'
+	expect_jq "$out" '.gpu_memory.replicated_bytes_per_gpu > 2e9 and .gpu_memory.context_bytes > 0'
+	expect_jq "$out" '[.gpu_memory.terms[].term] | index("replicated") != null'
 }
 
 test_seed_085_json_numbers() {

@@ -1,7 +1,8 @@
 /* fuzz_launch: libFuzzer target for the launch-line parser and plan's arithmetic (`make fuzz`).
  * The input is a command line as /proc/PID/cmdline holds it: words separated by NUL bytes. Any input
  * must parse or fail with a message; a parsed launch is planned on fixed host facts, with no model
- * shape, an MLA shape and a GQA shape, and with every fact unknown. */
+ * shape, an MLA shape and a GQA shape, and with every fact unknown; the input is also applied as a
+ * --config YAML file under the parsed command line. */
 #include "plan/launch.h"
 #include "plan/plan.h"
 
@@ -48,6 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		plan_once(&l, &mla, true);
 		plan_once(&l, &gqa, true);
 		plan_once(&l, &gqa, false);
+		/* The same bytes as a --config YAML file under this command line: it must apply or say why. */
+		if (launch_apply_config(&l, (const char *)data, size, argc, argv) == 0) {
+			if (!l.model || l.tp < 1 || l.pp < 1 || l.dp < 1)
+				abort();
+			plan_once(&l, &mla, true);
+		} else if (!l.error) {
+			abort();
+		}
 	} else if (!l.error) {
 		abort();   /* a refusal must name the flag */
 	}

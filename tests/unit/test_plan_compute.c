@@ -80,7 +80,7 @@ static void seed_at_085_holds_116k_tokens_and_29_requests(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
 	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.85");
 	assert_true(s.r.has_cell);
 	assert_true(s.r.cell_bytes == 70272);
@@ -103,7 +103,7 @@ static void seed_at_093_with_hicache_300_does_not_fit_and_says_49(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "python3", "-m", "sglang.launch_server", "--model-path",
 	    "moonshotai/Kimi-K2.5", "--tp", "8", "--mem-fraction-static", "0.93", "--enable-hierarchical-cache",
 	    "--hicache-size", "300");
 	assert_int_equal(s.r.tokens, 233475);
@@ -129,7 +129,7 @@ static void hicache_ratio_scales_the_device_pool(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache");
 	assert_int_equal(s.r.nhost, 1);
 	assert_string_equal(s.r.host[0].flag, "--hicache-ratio");
@@ -137,7 +137,7 @@ static void hicache_ratio_scales_the_device_pool(void **state)
 	assert_int_equal(s.r.host_verdict, PLAN_FITS);
 	done(&s);
 	/* Ratio 4 asks 525 GB: does not fit; (408 GB − 10 GiB) / 8 / 16.4 GB = 3.0. */
-	RUN(&s, "kimi-k2.5", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 96, 408e9, 588 * GIB, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--mem-fraction-static", "0.93", "--enable-hierarchical-cache", "--hicache-ratio", "4");
 	assert_int_equal(s.r.host[0].verdict, PLAN_NO_FIT);
 	assert_true(fabs(s.r.host[0].max_value - 3.0) < 1e-9);
@@ -216,11 +216,12 @@ static void vllm_kv_offloading_is_total_while_sglang_hicache_is_per_rank(void **
 	/* (200 GB − 10 GiB) / 4 = 47.3 → 47. */
 	assert_true(s.r.host[0].max_value == 47);
 	done(&s);
-	/* vLLM per-GPU flags multiply by the GPUs: 4 × (100 + 20) GiB = 515 GB > 200 GB. */
+	/* vLLM per-GPU flags multiply by the GPUs: 4 × 60 GiB = 258 GB > 200 GB; --swap-space is
+	 * listed but V1 allocates none of it. */
 	RUN(&s, "llama-3.1-70b", 80, 200e9, 141e9, 0.5, NULL, "vllm", "serve", "m", "-tp", "4", "--swap-space", "100",
-	    "--cpu-offload-gb", "20");
+	    "--cpu-offload-gb", "60");
 	assert_int_equal(s.r.nhost, 2);
-	assert_true(s.r.host_total == 4 * 120 * GIB);
+	assert_true(s.r.host_total == 4 * 60 * GIB);
 	assert_int_equal(s.r.host_verdict, PLAN_NO_FIT);
 	done(&s);
 }
@@ -272,7 +273,7 @@ static void unknown_gpu_memory_still_judges_the_host(void **state)
 {
 	(void)state;
 	struct setup s;
-	RUN(&s, "kimi-k2.5", 0, 408e9, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
+	RUN(&s, "kimi-k2.5-kv", 0, 408e9, 0, 0.5, NULL, "sglang", "serve", "--model-path", "m", "--tp", "8",
 	    "--enable-hierarchical-cache", "--hicache-size", "300");
 	assert_int_equal(s.r.gpu_verdict, PLAN_UNKNOWN);
 	assert_string_equal(s.r.gpu_message, "GPU memory unknown: pass --gpu-mem GiB");
@@ -348,6 +349,146 @@ static void meminfo_parses_kb_and_needs_memtotal(void **state)
 	assert_true(m.total > 0);
 }
 
+/* The engines' own accounting (issue 14): the overhead modelled, not given. */
+static void run_model(struct setup *s, const char *model, double gpu_bytes, double weights_bytes, int argc, char **argv)
+{
+	memset(s, 0, sizeof *s);
+	if (launch_parse(argc, argv, &s->l))
+		fail_msg("launch_parse: %s", s->l.error);
+	if (model)
+		load_model(model, &s->m);
+	struct plan_input in = {
+		.launch = &s->l, .model = model ? &s->m : NULL, .has_weights = weights_bytes > 0, .weights_bytes = weights_bytes,
+		.has_gpu_total = gpu_bytes > 0, .gpu_total_bytes = gpu_bytes, .has_host_avail = true, .host_avail_bytes = 2e12,
+		.estimate_overhead = true, .avg_tokens = 4000, .host_gpus = 8,
+	};
+	char *err = NULL;
+	if (plan_compute(&in, &s->r, &err))
+		fail_msg("plan_compute: %s", err);
+}
+
+#define RUNM(s, model, gpu, weights, ...)                                                           \
+	do {                                                                                         \
+		char *argv_[] = {__VA_ARGS__};                                                        \
+		run_model(s, model, gpu, weights, (int)(sizeof argv_ / sizeof argv_[0]), argv_);      \
+	} while (0)
+
+#define MIB 1048576.0
+
+/* The seed: Kimi-K2.5, TP 8, 0.85, 97,887 MiB GPUs, the 595 GB checkpoint: SGLang printed about
+ * 116,000 tokens, about 28 requests of 4,000+ tokens. */
+static void seed_predicts_116k_tokens_within_10_percent(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "kimi-k2.5", 97887 * MIB, 595e9, "python3", "-m", "sglang.launch_server", "--model-path", "k", "--tp", "8",
+	     "--mem-fraction-static", "0.85");
+	assert_true(s.r.tokens > 104400 && s.r.tokens < 127600);
+	assert_true(s.r.concurrency >= 26 && s.r.concurrency <= 30);
+	assert_true(s.r.weights_estimated);
+	assert_true(s.r.replicated > 2 * GIB && s.r.replicated < 4 * GIB);   /* MLA q_a/kv_a, routers, MoonViT */
+	assert_true(s.r.context > 0 && s.r.comm > 0);
+	done(&s);
+}
+
+/* Pipeline parallelism: a rank holds its stage's layers' KV, so the per-token cell halves with PP 2
+ * and the tokens do not. */
+static void pipeline_stage_keeps_the_tokens(void **state)
+{
+	(void)state;
+	struct setup a, b;
+	RUNM(&a, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "4", "--max-model-len", "8192");
+	RUNM(&b, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "4", "-pp", "2", "--max-model-len", "8192");
+	assert_int_equal(a.r.stage_layers, 80);
+	assert_int_equal(b.r.stage_layers, 40);
+	assert_true(b.r.cell_bytes * 2 == a.r.cell_bytes);
+	assert_true(b.r.weights_per_gpu < a.r.weights_per_gpu * 0.55);
+	assert_true(b.r.tokens > a.r.tokens * 2);   /* half the weights per GPU and half the cell */
+	done(&a);
+	done(&b);
+}
+
+/* vllm serve DeepSeek-V3 --data-parallel-size 8 --enable-expert-parallel on 8 x H200: experts over
+ * all 8 ranks, attention whole on each: about 100 GiB a GPU, not 641. */
+static void vllm_dp8_expert_parallel_deepseek_fits_on_h200(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "deepseek-v3", 143771 * MIB, 688.6e9, "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--data-parallel-size", "8",
+	     "--enable-expert-parallel", "--max-model-len", "32768");
+	assert_true(s.r.weights_per_gpu > 70 * GIB && s.r.weights_per_gpu < 100 * GIB);
+	assert_int_equal(s.r.gpu_verdict, PLAN_FITS);
+	assert_true(s.r.tokens > 32768);
+	done(&s);
+	/* Without expert parallelism each DP replica would hold every expert: it does not fit. */
+	RUNM(&s, "deepseek-v3", 143771 * MIB, 688.6e9, "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--data-parallel-size", "8");
+	assert_int_equal(s.r.gpu_verdict, PLAN_NO_FIT);
+	done(&s);
+}
+
+/* vLLM refuses to start when one max_model_len request does not fit; SGLang starts. */
+static void vllm_refuses_what_one_request_cannot_fill(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "2");
+	assert_int_equal(s.r.max_model_len, 131072);
+	assert_int_equal(s.r.kv_verdict, PLAN_NO_FIT);
+	assert_non_null(strstr(s.r.kv_message, "vLLM refuses to start"));
+	done(&s);
+	RUNM(&s, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "2", "--max-model-len", "8192");
+	assert_int_equal(s.r.kv_verdict, PLAN_FITS);
+	done(&s);
+	/* --kv-cache-memory sets the pool outright. */
+	RUNM(&s, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "2", "--max-model-len", "8192",
+	     "--kv-cache-memory", "4G");
+	assert_true(s.r.kv_fixed);
+	assert_int_equal(s.r.tokens, (uint64_t)(4 * GIB / 163840) / 16 * 16);
+	done(&s);
+}
+
+/* SGLang's default fraction (server_args.py): on an H200, TP 8: (143,771 − 14,848) / 143,771. */
+static void sglang_default_fraction_follows_its_formula(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8");
+	assert_true(fabs(s.r.fraction - 0.897) < 1e-9);
+	assert_true(s.r.fraction_assumed);
+	/* sglang#11716 printed 2,795,207 tokens for this launch. */
+	assert_true(fabs((double)s.r.tokens - 2795207) < 0.1 * 2795207);
+	done(&s);
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8",
+	     "--max-total-tokens", "500000");
+	assert_int_equal(s.r.tokens, 500000);
+	done(&s);
+	/* An EAGLE draft reserves 2 GiB more, and its layer joins the cell. */
+	RUNM(&s, "deepseek-v3", 143771 * MIB, 688.6e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8",
+	     "--speculative-algorithm", "EAGLE");
+	assert_true(fabs(s.r.fraction - 0.882) < 1e-9);   /* (143,771 − 16,896) / 143,771 */
+	assert_int_equal(s.r.stage_layers, 62);
+	done(&s);
+}
+
+/* KV dtypes: nvfp4 (0.5 + 1/16 bytes), fp8_ds_mla (656 bytes a layer), DeepSeek-V3.2's indexer. */
+static void kv_dtypes_of_issue_14(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "llama-3.1-70b", 80 * GIB, 141e9, "vllm", "serve", "m", "-tp", "8", "--kv-cache-dtype", "nvfp4");
+	assert_true(s.r.cell_bytes == 1 * 256 * 80 * 0.5625);
+	done(&s);
+	RUNM(&s, "deepseek-v3", 143771 * MIB, 688.6e9, "vllm", "serve", "m", "-tp", "8", "--kv-cache-dtype", "fp8_ds_mla");
+	assert_true(s.r.cell_bytes == 656.0 * 61);
+	done(&s);
+	RUNM(&s, "deepseek-v3.2-exp", 143771 * MIB, 689e9, "vllm", "serve", "m", "-tp", "8", "--kv-cache-dtype", "fp8");
+	assert_true(s.r.cell_bytes == (656.0 + 132) * 61);
+	done(&s);
+	RUNM(&s, "deepseek-v3.2-exp", 143771 * MIB, 689e9, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cell_bytes == (576.0 * 2 + 132) * 61);
+	done(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +499,12 @@ int main(void)
 		cmocka_unit_test(kv_dtype_changes_bytes_per_token),
 		cmocka_unit_test(vllm_kv_offloading_is_total_while_sglang_hicache_is_per_rank),
 		cmocka_unit_test(weights_larger_than_the_budget_do_not_fit),
+		cmocka_unit_test(seed_predicts_116k_tokens_within_10_percent),
+		cmocka_unit_test(pipeline_stage_keeps_the_tokens),
+		cmocka_unit_test(vllm_dp8_expert_parallel_deepseek_fits_on_h200),
+		cmocka_unit_test(vllm_refuses_what_one_request_cannot_fill),
+		cmocka_unit_test(sglang_default_fraction_follows_its_formula),
+		cmocka_unit_test(kv_dtypes_of_issue_14),
 		cmocka_unit_test(cuda_visible_devices_limits_and_names_the_gpus),
 		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
 		cmocka_unit_test(absurd_parallel_sizes_neither_overflow_nor_divide_by_zero),

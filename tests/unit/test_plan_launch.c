@@ -7,6 +7,7 @@
 #include "plan/launch.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define PARSE(l, ...)                                                                  \
@@ -318,6 +319,118 @@ static void nul_separated_cmdline_splits_into_argv(void **state)
 	launch_argv_free(argv, argc);
 }
 
+/* Launch lines as people paste them (issue 14): none of these may be refused. */
+static void vllm_underscores_and_argparse_prefixes(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--tensor_parallel_size", "2", "--gpu_memory_utilization=0.8",
+			       "--max_model_len", "32k", "--tensor-para", "4", "--max-num-batched", "4096"), 0);
+	assert_int_equal(l.tp, 4);   /* the later spelling wins, as in argparse */
+	assert_true(l.mem_fraction > 0.79 && l.mem_fraction < 0.81);
+	assert_int_equal(l.context_len, 32000);
+	assert_int_equal(l.max_batched, 4096);
+	bool noted = false;
+	for (size_t i = 0; i < l.nnotes; i++)
+		noted |= strstr(l.notes[i], "--tensor-para taken as --tensor-parallel-size") != NULL;
+	assert_true(noted);
+	launch_free(&l);
+	/* An ambiguous prefix (--max-num-s... vs --max-num-b...) is no abbreviation: unknown, not refused. */
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--max-num", "8"), 0);
+	assert_int_equal(l.nunknown, 1);
+	launch_free(&l);
+}
+
+static void containers_and_wrappers(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "docker", "run", "--rm", "--gpus", "all", "-e", "CUDA_VISIBLE_DEVICES=4,5", "--ipc=host",
+			       "-p", "8000:8000", "-v", "/data:/data", "vllm/vllm-openai:v0.10.0", "--model", "m",
+			       "--tensor-parallel-size", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	assert_string_equal(l.model, "m");
+	assert_string_equal(l.cuda_visible, "4,5");
+	launch_free(&l);
+	/* The newer image's entrypoint is `vllm serve`: a positional model. */
+	assert_int_equal(PARSE(&l, "docker", "run", "--gpus", "\"device=2,3\"", "vllm/vllm-openai", "org/model", "-tp", "2"), 0);
+	assert_string_equal(l.model, "org/model");
+	assert_string_equal(l.cuda_visible, "0,1");   /* the container sees its two devices as 0 and 1 */
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "podman", "run", "-d", "lmsysorg/sglang:latest", "python3", "-m", "sglang.launch_server",
+			       "--model-path", "m", "--tp", "8"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_int_equal(l.tp, 8);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "docker", "run", "lmsysorg/sglang:v0.5.4", "--model-path", "m", "--tp", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_int_equal(l.tp, 2);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "torchrun", "--nproc-per-node", "8", "--master_port", "29500", "-m",
+			       "sglang.launch_server", "--model-path", "m", "--tp", "8"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_string_equal(l.entry, "torchrun -m sglang.launch_server");
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "nohup", "numactl", "--cpunodebind=0", "-m", "0", "taskset", "-c", "0-31", "nice", "-n",
+			       "5", "uv", "run", "--with", "x", "python", "-m", "sglang_router.launch_server", "--model-path",
+			       "m", "--dp", "2"), 0);
+	assert_int_equal(l.engine, LAUNCH_SGLANG);
+	assert_int_equal(l.dp, 2);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "sudo", "-E", "-u", "svc", "CUDA_VISIBLE_DEVICES=3", "vllm", "serve", "m"), 0);
+	assert_string_equal(l.cuda_visible, "3");
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "env", "-u", "CUDA_VISIBLE_DEVICES", "stdbuf", "-oL", "vllm", "serve", "m"), 0);
+	assert_true(l.has_cuda_visible && !l.cuda_visible);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "torchrun", "--standalone", "/opt/vllm/vllm/entrypoints/openai/api_server.py", "--model", "m"), 0);
+	assert_int_equal(l.engine, LAUNCH_VLLM);
+	launch_free(&l);
+}
+
+static void memory_flags_of_issue_14(void **state)
+{
+	(void)state;
+	struct launch l;
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--kv-cache-memory", "8G", "--kv-cache-dtype", "fp8_ds_mla",
+			       "--speculative-config", "{\"method\": \"mtp\", \"num_speculative_tokens\": 1}"), 0);
+	assert_true(l.has_kv_cache_memory && l.kv_cache_memory == 8.0 * 1073741824);
+	assert_string_equal(l.kv_dtype, "fp8_ds_mla");
+	assert_true(l.speculative);
+	assert_string_equal(l.spec_algo, "mtp");
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "python3", "-m", "sglang.launch_server", "--model-path", "m", "--max-total-tokens",
+			       "100000", "--chunked-prefill-size", "-1", "--cuda-graph-max-bs", "64", "--speculative-algo",
+			       "EAGLE", "--disable-cuda-graph"), 0);
+	assert_int_equal(l.max_total_tokens, 100000);
+	assert_int_equal(l.chunked_prefill, -1);
+	assert_int_equal(l.cuda_graph_max_bs, 64);
+	assert_string_equal(l.spec_algo, "EAGLE");
+	assert_true(l.no_cuda_graph);
+	launch_free(&l);
+	assert_int_equal(PARSE(&l, "vllm", "serve", "m", "--kv-cache-memory", "lots"), -EINVAL);
+	assert_non_null(strstr(l.error, "--kv-cache-memory lots"));
+	launch_free(&l);
+}
+
+static void config_yaml_sits_under_the_command_line(void **state)
+{
+	(void)state;
+	struct launch l;
+	char *argv[] = {"vllm", "serve", "m", "--config", "c.yaml", "-tp", "8"};
+	assert_int_equal(launch_parse(7, argv, &l), 0);
+	assert_string_equal(l.config_file, "c.yaml");
+	const char *yaml = "# served by ops\ntensor_parallel_size: 2\ngpu-memory-utilization: 0.75\n"
+			   "enable_expert_parallel: true\nenforce_eager: false\nserved-model-name: \"x y\"\n  nested: 1\n";
+	assert_int_equal(launch_apply_config(&l, yaml, strlen(yaml), 7, argv), 0);
+	assert_int_equal(l.tp, 8);   /* the command line wins */
+	assert_true(l.mem_fraction > 0.74 && l.mem_fraction < 0.76);
+	assert_true(l.expert_parallel);
+	assert_false(l.no_cuda_graph);
+	assert_string_equal(l.config_file, "c.yaml");
+	launch_free(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +447,10 @@ int main(void)
 		cmocka_unit_test(values_beyond_a_double_are_out_of_range),
 		cmocka_unit_test(unknown_engines_are_refused),
 		cmocka_unit_test(nul_separated_cmdline_splits_into_argv),
+		cmocka_unit_test(vllm_underscores_and_argparse_prefixes),
+		cmocka_unit_test(containers_and_wrappers),
+		cmocka_unit_test(memory_flags_of_issue_14),
+		cmocka_unit_test(config_yaml_sits_under_the_command_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,9 +280,39 @@ static void hf_cache_lookup_follows_refs_main(void **state)
 	free(d);
 }
 
+/* The shapes beyond attention that the weights-per-rank and activation estimates read (issue 14). */
+static void extras_for_the_weights_estimate(void **state)
+{
+	(void)state;
+	struct model_config m;
+	char *err = NULL;
+	const char *t = "{\"model_type\":\"kimi_k25\",\"vision_config\":{\"hidden_size\":1152,\"num_hidden_layers\":27},"
+			"\"text_config\":{\"num_hidden_layers\":61,\"hidden_size\":7168,\"kv_lora_rank\":512,\"qk_rope_head_dim\":64,"
+			"\"num_attention_heads\":64,\"q_lora_rank\":1536,\"n_routed_experts\":384,\"moe_intermediate_size\":2048,"
+			"\"first_k_dense_replace\":1,\"vocab_size\":163840,\"num_nextn_predict_layers\":0,\"index_head_dim\":128,"
+			"\"quantization_config\":{\"quant_method\":\"compressed-tensors\"},\"tie_word_embeddings\":false,"
+			"\"n_shared_experts\":\"one\",\"intermediate_size\":-5}}";
+	assert_int_equal(model_config_parse(t, strlen(t), &m, &err), 0);
+	assert_true(m.mla);
+	assert_int_equal(m.hidden, 7168);
+	assert_int_equal(m.heads, 64);
+	assert_int_equal(m.experts, 384);
+	assert_int_equal(m.moe_intermediate, 2048);
+	assert_int_equal(m.first_dense, 1);
+	assert_int_equal(m.q_lora_rank, 1536);
+	assert_int_equal(m.index_head_dim, 128);
+	assert_string_equal(m.quant_method, "compressed-tensors");
+	assert_true(m.vision_params == 12.0 * 1152 * 1152 * 27);
+	/* Odd optional values are ignored, never fatal. */
+	assert_int_equal(m.shared_experts, 0);
+	assert_int_equal(m.intermediate, 0);
+	model_config_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(extras_for_the_weights_estimate),
 		cmocka_unit_test(deepseek_v3_is_mla_with_61_layers),
 		cmocka_unit_test(kimi_k25_reads_the_nested_text_config),
 		cmocka_unit_test(llama_70b_is_gqa_with_head_dim_from_hidden_size),

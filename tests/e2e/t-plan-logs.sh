@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# gpuwho plan --log against published engine logs (tests/fixtures/logs): each fixture's header names
+# its source, the model (a config under tests/fixtures/models), the checkpoint's size, the GPU as
+# nvidia-smi shows it and the launch line; plan must predict the token count the engine printed
+# within 10%. A fixture marked "known-miss" records a case plan does not model (the reason is in
+# the header): it must still parse and be compared, and its miss must be more than 10% (so that a
+# fix shows up here as a change to make).
+. "$(dirname "$0")/lib.sh"
+LOGS="$TESTS/fixtures/logs"
+
+hdr() { sed -n "s/^# $2: //p" "$1" | head -1; }
+
+# plan_log FIXTURE: runs plan --json --log on it, prints the JSON.
+plan_log() {
+	local f=$1 model weights gpu
+	model=$(hdr "$f" model | cut -d' ' -f1); weights=$(hdr "$f" weights | cut -d' ' -f1); gpu=$(hdr "$f" gpu | cut -d' ' -f1)
+	read -r -a launch <<<"$(hdr "$f" launch)"
+	"$GPUWHO" plan --json --host-mem 2TB --gpu-mem "$gpu" --weights-gb "$weights" \
+		--model-config "$TESTS/fixtures/models/$model/config.json" --log "$f" -- "${launch[@]}"
+}
+
+test_every_fixture_is_within_10_percent_or_a_known_miss() {
+	local n=0 ok=0 f out err printed
+	for f in "$LOGS"/*.log; do
+		n=$((n + 1))
+		out=$(plan_log "$f"); [ "$?" -le 1 ] || fail "$(basename "$f"): exit $?: $out"
+		printed=$(hdr "$f" printed)
+		expect_jq "$out" ".log.terms[0].term == \"tokens\" and .log.terms[0].printed == $printed"
+		err=$(jq -r '.log.tokens_error' <<<"$out")
+		if [ -n "$(hdr "$f" known-miss)" ]; then
+			jq -e '.log.tokens_error | fabs > 0.10' <<<"$out" >/dev/null ||
+				fail "$(basename "$f") is marked known-miss but is now within 10% ($err): drop the mark"
+		else
+			jq -e '.log.tokens_error | fabs <= 0.10' <<<"$out" >/dev/null ||
+				fail "$(basename "$f"): predicted $(jq '.log.terms[0].predicted' <<<"$out"), printed $printed: error $err"
+			ok=$((ok + 1))
+		fi
+	done
+	[ "$n" -ge 7 ] || fail "only $n fixtures"
+	[ "$ok" -ge 4 ] || fail "only $ok fixtures within 10%"
+}
+
+test_text_report_compares_term_by_term() {
+	out=$(plan_log "$LOGS/sglang-llama-3.3-70b-tp8-h200.log" | jq -r .log.summary) || fail "exit $?"
+	out=$("$GPUWHO" plan --host-mem 2TB --gpu-mem 143771MiB --weights-gb 141.1GB \
+		--model-config "$TESTS/fixtures/models/llama-3.1-70b/config.json" \
+		--log "$LOGS/sglang-llama-3.3-70b-tp8-h200.log" -- python3 -m sglang.launch_server --model m --tp 8) || fail "exit $?"
+	expect_has "$out" "Against the log"
+	expect_has "$out" "KV tokens per rank"
+	expect_has "$out" "2,795,207"
+	expect_has "$out" "free at start (SGLang base)"
+	expect_has "$out" "within 10%"
+}
+
+test_v0_log_names_the_activation_peak_as_the_difference() {
+	out=$(plan_log "$LOGS/vllm-llama-3-8b-a100-40gb-v0.log") || fail "exit $?"
+	expect_jq "$out" '.log.summary | test("activation peak")'
+	expect_jq "$out" '[.log.terms[] | select(.term == "weights")][0].error | fabs < 0.01'
+}
+
+test_broken_logs_are_a_clear_error_never_a_crash() {
+	printf 'nothing to see here\n' >"$TMP/empty.log"
+	out=$("$GPUWHO" plan --gpu-mem 80 --weights-gb 16 --log "$TMP/empty.log" -- vllm serve m 2>&1); rc=$?
+	[ "$rc" -eq 2 ] || fail "exit $rc, want 2: $out"
+	expect_has "$out" "no SGLang or vLLM KV-cache line found"
+	out=$("$GPUWHO" plan --gpu-mem 80 --log "$TMP/does-not-exist.log" -- vllm serve m 2>&1); rc=$?
+	[ "$rc" -eq 2 ] || fail "exit $rc, want 2: $out"
+	head -c 300000 /dev/urandom >"$TMP/noise.log"
+	printf '\0KV Cache is allocated. #tokens: 99999999999999999999999, K size: nan GB\n' >>"$TMP/noise.log"
+	out=$("$GPUWHO" plan --gpu-mem 80 --weights-gb 16 --log "$TMP/noise.log" -- vllm serve m 2>&1); rc=$?
+	[ "$rc" -le 2 ] || fail "exit $rc: $out"
+	out=$("$GPUWHO" plan --gpu-mem 80 --weights-gb 16 --log /dev/null -- vllm serve m 2>&1); rc=$?
+	[ "$rc" -eq 2 ] || fail "exit $rc, want 2: $out"
+}
+
+run_tests

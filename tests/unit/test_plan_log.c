@@ -1,0 +1,121 @@
+/* Unit tests for plan --log's reader: the lines SGLang and vLLM print, odd bytes, and the
+ * term-by-term comparison with a plan. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "plan/enginelog.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB 1073741824.0
+
+static void sglang_lines(void **state)
+{
+	(void)state;
+	const char *t = "[2025-10-16 09:06:09 TP0] Init torch distributed ends. mem usage=1.96 GB\n"
+			"[2025-10-16 09:06:10 TP0] Load weight begin. avail mem=137.34 GB\n"
+			"[2025-10-16 09:06:20 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=120.91 GB, mem usage=16.43 GB.\n"
+			"[2025-10-16 09:06:22 TP0] KV Cache is allocated. #tokens: 2795207, K size: 53.31 GB, V size: 53.31 GB\n"
+			"[2025-10-16 09:06:22 TP1] KV Cache is allocated. #tokens: 1, K size: 1 GB, V size: 1 GB\n";
+	struct engine_log lg;
+	char *err = NULL;
+	assert_int_equal(engine_log_parse(t, strlen(t), &lg, &err), 0);
+	assert_int_equal(lg.engine, LAUNCH_SGLANG);
+	assert_int_equal(lg.tokens, 2795207);   /* the first rank's line */
+	assert_true(fabs(lg.kv_bytes - 106.62 * GIB) < 1e6);
+	assert_true(fabs(lg.weights - 16.43 * GIB) < 1e6);
+	assert_true(fabs(lg.free_before - 137.34 * GIB) < 1e6);
+	assert_true(fabs(lg.comm - 1.96 * GIB) < 1e6);
+	assert_int_equal(lg.lines, 5);
+}
+
+static void vllm_lines_v1_v0_and_refusals(void **state)
+{
+	(void)state;
+	struct engine_log lg;
+	char *err = NULL;
+	const char *v1 = "(EngineCore_DP0 pid=1) INFO [gpu_model_runner.py:2007] Model loading took 65.9651 GiB and 12.8 seconds\n"
+			 "(EngineCore_DP0 pid=1) INFO [gpu_worker.py:298] Available KV cache memory: 8.11 GiB\n"
+			 "(EngineCore_DP0 pid=1) INFO [kv_cache_utils.py:864] GPU KV cache size: 178,880 tokens\r\n";
+	assert_int_equal(engine_log_parse(v1, strlen(v1), &lg, &err), 0);
+	assert_int_equal(lg.engine, LAUNCH_VLLM);
+	assert_int_equal(lg.tokens, 178880);
+	assert_false(lg.tokens_from_blocks);
+	assert_true(fabs(lg.kv_bytes - 8.11 * GIB) < 1e6);
+	assert_true(fabs(lg.weights - 65.9651 * GIB) < 1e6);
+	const char *v0 = "INFO worker.py:241] the current vLLM instance can use total_gpu_memory (39.50GiB) x gpu_memory_utilization (0.90) = 35.55GiB\n"
+			 "INFO worker.py:241] model weights take 14.96GiB; non_torch_memory takes 0.10GiB; PyTorch activation peak memory takes 9.37GiB\n"
+			 "INFO gpu_executor.py:76] # GPU blocks: 5691, # CPU blocks: 2048";
+	assert_int_equal(engine_log_parse(v0, strlen(v0), &lg, &err), 0);
+	assert_int_equal(lg.tokens, 5691 * 16);
+	assert_true(lg.tokens_from_blocks);
+	assert_true(fabs(lg.total - 39.5 * GIB) < 1e6);
+	assert_true(fabs(lg.activation - 9.37 * GIB) < 1e6);
+	assert_true(fabs(lg.non_torch - 0.10 * GIB) < 1e6);
+	const char *no = "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+			 "stored in KV cache (81536). Try increasing `gpu_memory_utilization`";
+	assert_int_equal(engine_log_parse(no, strlen(no), &lg, &err), 0);
+	assert_true(lg.refused);
+	assert_int_equal(lg.tokens, 81536);
+}
+
+static void hostile_input_fails_with_a_message(void **state)
+{
+	(void)state;
+	struct engine_log lg;
+	char *err = NULL;
+	assert_int_equal(engine_log_parse("", 0, &lg, &err), -22);
+	assert_non_null(err);
+	free(err);
+	err = NULL;
+	/* NULs inside a line, an absurd number, a comma without digits, no newline at the end. */
+	const char t[] = "KV Cache\0 is allocated. #tokens: 1e999\nGPU KV cache size: ,5 tokens\nGPU KV cache size: 99999999999999999999";
+	assert_int_equal(engine_log_parse(t, sizeof t - 1, &lg, &err), -22);
+	free(err);
+	err = NULL;
+	/* A very long line is cut for matching, never overflowed. */
+	size_t n = 200000;
+	char *big = malloc(n + 64);
+	memset(big, 'x', n);
+	strcpy(big + n, "GPU KV cache size: 12 tokens\n");
+	assert_int_equal(engine_log_parse(big, strlen(big), &lg, &err), -22);
+	free(err);
+	err = NULL;
+	strcpy(big + 100, "\nGPU KV cache size: 12 tokens\n");
+	assert_int_equal(engine_log_parse(big, strlen(big), &lg, &err), 0);
+	assert_int_equal(lg.tokens, 12);
+	free(big);
+}
+
+static void comparison_names_the_largest_term(void **state)
+{
+	(void)state;
+	struct engine_log lg = {.engine = LAUNCH_VLLM, .has_tokens = true, .tokens = 91056, .has_weights = true,
+				.weights = 14.96 * GIB, .has_activation = true, .activation = 9.37 * GIB};
+	struct plan_result r = {.has_tokens = true, .tokens = 165008, .has_kv_pool = true, .kv_pool = 20.14 * GIB,
+				.has_cell = true, .cell_bytes = 131072, .has_weights = true, .weights_per_gpu = 14.96 * GIB,
+				.activation = 0.75 * GIB, .fraction = 0.9};
+	struct log_compare c;
+	engine_log_compare(&lg, &r, &c);
+	assert_true(c.has_error);
+	assert_true(fabs(c.error - (165008.0 - 91056) / 91056) < 1e-9);
+	assert_string_equal(c.rows[1].key, "kv_pool");
+	assert_true(c.rows[1].has_logged);   /* derived: 91,056 tokens × 128 KiB */
+	assert_non_null(strstr(c.summary, "activation peak"));
+	log_compare_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sglang_lines),
+		cmocka_unit_test(vllm_lines_v1_v0_and_refusals),
+		cmocka_unit_test(hostile_input_fails_with_a_message),
+		cmocka_unit_test(comparison_names_the_largest_term),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
