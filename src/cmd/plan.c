@@ -49,6 +49,9 @@ static const char usage_text[] =
 	"  --avg-tokens N     tokens per request (prompt + output) for concurrency (default 4000)\n"
 	"  --log FILE         an SGLang or vLLM server log of this launch: print predicted against\n"
 	"                     what the engine printed (KV tokens, pool, weights, ...), term by term\n"
+	"  --nvml PATH        read the GPUs' memory live through this libnvidia-ml (default\n"
+	"                     libnvidia-ml.so.1, also $GPUWHO_NVML)\n"
+	"  --no-nvml          do not read the GPUs live: plan from --gpu-mem alone\n"
 	"SIZE is a number with an optional unit: GB/TB (10^9/10^12 bytes), GiB/TiB (2^30/2^40), MB, MiB.\n"
 	"A bare number is GiB, except for --weights-gb where it is GB (as model hubs count).\n"
 	"\n"
@@ -269,7 +272,7 @@ static int read_pid(struct cli *c, long pid, char ***argv, int *argc, char **cvd
 
 int cmd_plan(int argc, char **argv)
 {
-	struct cli c = {.cmd = "plan"};
+	struct cli c = {.cmd = "plan", .refuse = CLI_REFUSE_FROM};   /* a launch line, not a snapshot */
 	struct opts o = {.c = &c, .overhead = 0.5 * PLAN_GIB, .avg_tokens = 4000};
 	int r = cli_parse(&c, argc, argv, "", options, on_option, &o, usage_text);
 	if (r < 0)
