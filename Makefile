@@ -6,7 +6,7 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 CFLAGS  ?= -O2 -g
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread -Isrc \
-           -DGPUWHO_VERSION='"$(VERSION)"' $(shell pkg-config --cflags jansson 2>/dev/null)
+           -DGPUWHO_VERSION='"$(VERSION)"' $(shell pkg-config --cflags jansson 2>/dev/null) $(EXTRA_CFLAGS)
 LDLIBS  += $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson) -ldl -lm -pthread
 # libmicrohttpd: gpuwho serve's HTTP server
 override CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
@@ -144,7 +144,10 @@ uninstall:
 # glibc binary cannot load libnvidia-ml.so.1 reliably, and musl cannot at all). It needs the glibc
 # versions of the build host: built on Debian 12, GLIBC_2.34 (Debian 12+, Ubuntu 22.04+, RHEL 9+);
 # for older nodes run `make static` on the oldest distribution you deploy to. Prints what it needs.
-static: $(BUILD)/gpuwho-static
+# gpuwho serve is left out (libmicrohttpd needs GnuTLS, which has no static form worth shipping):
+# `gpuwho metrics -o` with node_exporter's textfile collector does its job on such nodes.
+static:
+	$(MAKE) BUILD=build-static EXTRA_CFLAGS=-DGPUWHO_NO_SERVE build-static/gpuwho-static
 $(BUILD)/gpuwho-static: $(OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -static-libgcc -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -pthread
 	strip $@
@@ -152,7 +155,7 @@ $(BUILD)/gpuwho-static: $(OBJ)
 	$$(objdump -T $@ | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1 | cut -d_ -f2)"
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-static
 
 .PHONY: all tests check asan check-asan fuzz fuzz-run install uninstall static run clean
 -include $(OBJ:.o=.d) $(TESTLIBS:.so=.d)

@@ -3,6 +3,18 @@
  * while it runs get the last answer; a scrape waits at most the scrape timeout. */
 #include "cmd/cmd.h"
 #include "cmd/common.h"
+
+#ifdef GPUWHO_NO_SERVE
+/* `make static` leaves the HTTP server out: libmicrohttpd needs GnuTLS, which has no static form
+ * worth shipping. gpuwho metrics -o with node_exporter's textfile collector does the same job. */
+int cmd_serve(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	cli_error(&(struct cli){.cmd = "serve"}, "this gpuwho was built without the HTTP server (make static); run "
+		  "`gpuwho metrics -o FILE` for node_exporter's textfile collector, or install the package");
+	return EXIT_CANNOT;
+}
+#else
 #include "cmd/scrape.h"
 #include "render/metrics.h"
 #include "util.h"
@@ -439,3 +451,4 @@ int cmd_serve(int argc, char **argv)
 	free(port);
 	return code;
 }
+#endif

@@ -39,7 +39,7 @@ test_the_package_installs_and_runs_in_a_clean_debian_12_chroot_and_so_does_make_
 	debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >"$TMP/debootstrap.log" 2>&1 ||
 		skip "debootstrap could not build a Debian 12 chroot (network?): $(tail -1 "$TMP/debootstrap.log")"
 	make -s -C "$SRC" static >/dev/null || fail "make static failed"
-	cp "$SRC/build/gpuwho-static" "$root/usr/local/bin/gpuwho-static"
+	cp "$SRC/build-static/gpuwho-static" "$root/usr/local/bin/gpuwho-static"
 	cp "$SRC/examples/seed-container.json" "$root/tmp/seed.json"
 	cp "$DEB" "$root/tmp/gpuwho.deb"
 	in_root() { unshare -m -- sh -c 'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' "$root" "$@"; }
@@ -49,6 +49,9 @@ test_the_package_installs_and_runs_in_a_clean_debian_12_chroot_and_so_does_make_
 	[ "$out" = "gpuwho $VERSION" ] || fail "static --version: $out"
 	out=$(in_root /usr/local/bin/gpuwho-static why --from /tmp/seed.json --no-color); [ $? -eq 1 ] || fail "static why: $out"
 	expect_has "$out" "not a driver leak"
+	# No HTTP server in it (libmicrohttpd needs GnuTLS): it says so and what to use instead.
+	out=$(in_root /usr/local/bin/gpuwho-static serve 2>&1); [ $? -eq 3 ] || fail "static serve: exit $?"
+	expect_has "$out" "gpuwho metrics -o FILE"
 	in_root apt-get install -y -q /tmp/gpuwho.deb >"$TMP/apt.log" 2>&1 || fail "apt-get install: $(tail -5 "$TMP/apt.log")"
 	out=$(in_root gpuwho --version) || fail "installed gpuwho: exit $?"
 	[ "$out" = "gpuwho $VERSION" ] || fail "installed --version: $out"
