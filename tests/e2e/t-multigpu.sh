@@ -92,6 +92,10 @@ test_a_tp4_family_orphaned_across_four_gpus_is_one_family_and_free_2_ends_only_g
 		fail "the family is not named on each GPU: $out"
 	fixes=$(grep -o '`gpuwho free [^`]*`' <<<"$out" | sort -u)
 	[ "$fixes" = '`gpuwho free 0,1,2,3`' ] || fail "fixes: $fixes"
+	# A Slurm epilog for a job that had GPUs 2 and 3 judges those two only: one line each.
+	out=$(SLURM_JOB_GPUS=2,3 gwj check); rc=$?
+	[ $rc -eq 1 ] || fail "check: exit $rc: $out"
+	[ "$(printf '%s\n' "$out" | cut -d: -f1 | tr '\n' ' ')" = "gpu 2 gpu 3 " ] || fail "check judged other GPUs: $out"
 	# free 2: only GPU 2's rank, and a note saying what happens to the rest and how to end it all.
 	out=$(gwj free 2 --no-color)
 	expect_has "$out" "Would signal 1 process"
