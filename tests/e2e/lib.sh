@@ -136,3 +136,21 @@ wait_http() {
 	done
 	fail "no answer from $1 within ${2:-10} s"
 }
+
+# help_commands: the commands `gpuwho --help` lists, one a line (t-man, t-completions).
+help_commands() {
+	"$GPUWHO" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }'
+}
+
+# help_options [CMD]: the options of `gpuwho CMD --help` (the top-level --help without CMD), sorted:
+# lines indented by two spaces that start with an option, and for the top level the options named
+# in its "Common options (...)" sentence.
+help_options() {
+	local text
+	text=$("$GPUWHO" ${1:+"$1"} --help) || fail "gpuwho ${1:+$1 }--help: exit $?"
+	{
+		grep -E '^  -' <<<"$text" | grep -oE '^  (-[A-Za-z0-9](, --[a-z0-9][a-z0-9-]*)?|--[a-z0-9][a-z0-9-]*)' |
+			sed 's/^  //; s/, /\n/'
+		[ -z "${1:-}" ] && sed -n 's/^Common options (\([^)]*\)).*/\1/p' <<<"$text" | grep -oE -- '--[a-z0-9][a-z0-9-]*'
+	} | sort -u
+}

@@ -11,20 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 COMP="$TESTS/../completions"
 
-help_commands() {
-	"$GPUWHO" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }'
-}
-
-# help_options [CMD]: the options of `gpuwho CMD --help` (the top-level --help without CMD), sorted.
-help_options() {
-	local text
-	text=$("$GPUWHO" ${1:+"$1"} --help) || fail "gpuwho ${1:+$1 }--help: exit $?"
-	{
-		grep -E '^  -' <<<"$text" | grep -oE '^  (-[A-Za-z0-9](, --[a-z0-9][a-z0-9-]*)?|--[a-z0-9][a-z0-9-]*)' |
-			sed 's/^  //; s/, /\n/'
-		[ -z "${1:-}" ] && sed -n 's/^Common options (\([^)]*\)).*/\1/p' <<<"$text" | grep -oE -- '--[a-z0-9][a-z0-9-]*'
-	} | sort -u
-}
 
 # complete WORD...: what the bash completion offers for the command line WORD... (the last word is
 # the one being completed), one per line, sorted. ENV=... before it passes variables.

@@ -12,22 +12,6 @@
 . "$(dirname "$0")/lib.sh"
 MAN="$TESTS/../man"
 
-# help_commands: the commands `gpuwho --help` lists, one a line.
-help_commands() {
-	"$GPUWHO" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }'
-}
-
-# help_options [CMD]: the options of `gpuwho CMD --help` (the top-level --help without CMD), sorted.
-help_options() {
-	local text
-	text=$("$GPUWHO" ${1:+"$1"} --help) || fail "gpuwho ${1:+$1 }--help: exit $?"
-	{
-		grep -E '^  -' <<<"$text" | grep -oE '^  (-[A-Za-z0-9](, --[a-z0-9][a-z0-9-]*)?|--[a-z0-9][a-z0-9-]*)' |
-			sed 's/^  //; s/, /\n/'
-		[ -z "${1:-}" ] && sed -n 's/^Common options (\([^)]*\)).*/\1/p' <<<"$text" | grep -oE -- '--[a-z0-9][a-z0-9-]*'
-	} | sort -u
-}
-
 # page_options FILE: the options named in the .TP tags of FILE's OPTIONS section, sorted.
 page_options() {
 	awk '/^\.SH/ { on = ($0 ~ /^\.SH "?OPTIONS"?$/); next } on && tag { print; tag = 0; next } on && /^\.TP/ { tag = 1 }' "$1" |
