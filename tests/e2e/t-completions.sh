@@ -11,7 +11,6 @@
 . "$(dirname "$0")/lib.sh"
 COMP="$TESTS/../completions"
 
-
 # complete WORD...: what the bash completion offers for the command line WORD... (the last word is
 # the one being completed), one per line, sorted. ENV=... before it passes variables.
 complete_bash() {
