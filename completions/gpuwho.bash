@@ -15,7 +15,7 @@ _gpuwho_commands="ps why free holders plan check metrics serve snapshot"
 #   --opt[=KIND]      takes an optional value, only as --opt=VALUE (--color[=WHEN])
 declare -gA _gpuwho_opts=(
 	[top]="--json --nvml=FILE --no-nvml --from=FILE --color[=WHEN] -V --version"
-	[ps]="--nvml=FILE --no-nvml --from=FILE -i=GPU --id=GPU --format=FMT --json --color[=WHEN] -h --help"
+	[ps]="--nvml=FILE --no-nvml --from=FILE --visible -i=GPU --id=GPU --format=FMT --json --color[=WHEN] -h --help"
 	[why]="--from=FILE --nvml=FILE --no-nvml -i=GPU --id=GPU --json --color[=WHEN] -h --help"
 	[free]="--yes --grace=SECONDS --include=NAME|PID --all-users --spill --shm --reset --from=FILE
 		--nvml=FILE --no-nvml -i=GPU --id=GPU --json --color[=WHEN] -h --help"

@@ -93,6 +93,8 @@ complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l no-nvml -d 'do not read the GPUs live'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and __gpuwho_after_dashdash' -F -a '(__fish_complete_command)'
 
+# ps
+complete -c gpuwho -n '__fish_seen_subcommand_from ps' -l visible -d 'only the GPUs CUDA_VISIBLE_DEVICES names'
 # metrics
 complete -c gpuwho -n '__fish_seen_subcommand_from metrics' -s o -l output -r -F -d 'write to FILE instead of stdout'
 complete -c gpuwho -n '__fish_seen_subcommand_from metrics serve' -l max-processes -x -d 'at most N process series per GPU'

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char usage[] =
 	"Usage: gpuwho ps [OPTIONS] [GPU...]\n"
@@ -26,11 +27,15 @@ static const char usage[] =
 	"  --nvml PATH      load this libnvidia-ml instead of libnvidia-ml.so.1 (also $GPUWHO_NVML)\n"
 	"  --no-nvml        do not ask NVML: holders only, memory unknown\n"
 	"  --from FILE      show a snapshot (gpuwho snapshot -o FILE) instead of this host\n"
+	"  --visible        only the GPUs $CUDA_VISIBLE_DEVICES names, when no GPU is given (read as\n"
+	"                   NVML indexes, PCI order: CUDA's own order differs unless\n"
+	"                   CUDA_DEVICE_ORDER=PCI_BUS_ID; UUIDs are unambiguous)\n"
 	CLI_GPU_ID_HELP
 	CLI_FORMAT_HELP
 	CLI_COMMON_HELP
 	"\n"
-	"Text lines are cut to the terminal's width (or $COLUMNS when set); piped output is not cut.\n"
+	"Text lines are cut to the terminal's width (or $COLUMNS when set); piped output keeps whole\n"
+	"command lines and wraps the rest at 100 columns.\n"
 	"\n"
 	"Examples:\n"
 	"  gpuwho                         the same as gpuwho ps\n"
@@ -40,12 +45,36 @@ static const char usage[] =
 	"Exit status: 0 done, 2 bad usage (an unknown GPU selector too), 3 neither NVML nor /proc\n"
 	"could be read, or the --from snapshot could not be read.\n";
 
+enum { OPT_VISIBLE = 0x100 };
+
+static int on_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != OPT_VISIBLE)
+		return -1;
+	*(bool *)ctx = true;
+	return 0;
+}
+
 int cmd_ps(int argc, char **argv)
 {
+	static const struct option own[] = {{"visible", no_argument, NULL, OPT_VISIBLE}, {0}};
 	struct cli c = {.cmd = "ps", .gpus = true, .tables = true};
-	int r = cli_parse(&c, argc, argv, "", NULL, NULL, NULL, usage);
+	bool visible = false;
+	int r = cli_parse(&c, argc, argv, "", own, on_opt, &visible, usage);
 	if (r < 0)
 		return cli_exit_for(r);
+	/* --visible: a process's view of the GPUs, only when asked (CUDA_VISIBLE_DEVICES set in this
+	 * shell for another purpose must not hide GPUs from an admin). "NoDevFiles" or a negative index
+	 * hide every GPU from CUDA; ps then shows all, as without it. */
+	char *env_sel[1];
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	if (visible && r >= argc && !c.nids && cvd && *cvd && strcmp(cvd, "NoDevFiles") && cvd[0] != '-') {
+		env_sel[0] = (char *)cvd;
+		argv = env_sel;
+		argc = 1;
+		r = 0;
+	}
 	/* Live or replayed, ps renders from a snapshot: the same data gives the same output. */
 	struct snapshot snap;
 	if (cmd_get_snapshot(&c, 0, &snap) != 0)

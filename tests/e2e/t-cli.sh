@@ -162,4 +162,18 @@ x" sleep 300 3<"$0"' "$TMP/target"
 	"$GPUWHO" ps --format xml >/dev/null 2>&1; [ $? -eq 2 ] || fail "--format xml accepted"
 }
 
+test_ps_honours_cuda_visible_devices_only_when_asked() {
+	sel() { "$GPUWHO" ps --from "$SEED" --json "$@" | jq -c '[.gpus[].index]'; }
+	[ "$(CUDA_VISIBLE_DEVICES=2,5 sel)" = "[0,1,2,3,4,5,6,7]" ] || fail "the variable alone narrowed ps"
+	[ "$(CUDA_VISIBLE_DEVICES=2,5 sel --visible)" = "[2,5]" ] || fail "--visible: $(CUDA_VISIBLE_DEVICES=2,5 sel --visible)"
+	uuid=$(jq -r '.nvml.gpus[6].uuid' "$SEED")
+	[ "$(CUDA_VISIBLE_DEVICES=$uuid sel --visible)" = "[6]" ] || fail "--visible with a UUID"
+	[ "$(CUDA_VISIBLE_DEVICES=2,5 sel --visible 0)" = "[0]" ] || fail "a GPU given beats the variable"
+	[ "$(CUDA_VISIBLE_DEVICES=NoDevFiles sel --visible)" = "[0,1,2,3,4,5,6,7]" ] || fail "NoDevFiles"
+	[ "$(env -u CUDA_VISIBLE_DEVICES "$GPUWHO" ps --from "$SEED" --json --visible | jq -c '[.gpus[].index]')" = "[0,1,2,3,4,5,6,7]" ] ||
+		fail "unset"
+	CUDA_VISIBLE_DEVICES=9 "$GPUWHO" ps --from "$SEED" --visible >/dev/null 2>"$TMP/err"; [ $? -eq 2 ] || fail "a GPU the variable names that is not here"
+	expect_has "$(cat "$TMP/err")" "no GPU matches '9'"
+}
+
 run_tests
