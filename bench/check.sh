@@ -16,15 +16,8 @@ TMP=$(mktemp -d /tmp/gpuwho-bench.XXXXXX)
 pids=()
 cleanup() { [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null; kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
-if ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "no NVIDIA driver here: the fake NVML stands in for one GPU with one holder"
-	make -s build/tests/fake_nvml.so >/dev/null
-	printf 'gpu 0 used_mib=1542\nproc gpu=0 pid=%d mib=1542\n' $$ >"$TMP/scenario"
-	export GPUWHO_NVML=$PWD/build/tests/fake_nvml.so FAKE_NVML_SCENARIO=$TMP/scenario
-	SMI=
-else
-	SMI=nvidia-smi
-fi
+. bench/lib.sh
+use_fake_nvml_without_driver
 touch "$TMP/target"
 for ((i = 0; i < PROCS; i++)); do pids+=("$(build/bench/fdhog "$FDS" "$TMP/target" 0)"); done
 echo "host: $(nproc) CPUs, $(ls /proc | grep -c '^[0-9]') processes (of them $PROCS x $FDS fds for this run)"

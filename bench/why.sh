@@ -12,15 +12,8 @@ cd "$(dirname "$0")/.."
 GW=$PWD/build/gpuwho
 TMP=$(mktemp -d /tmp/gpuwho-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
-if ! nvidia-smi -L >/dev/null 2>&1; then
-	echo "no NVIDIA driver here: the fake NVML stands in for one GPU with one holder"
-	make -s build/tests/fake_nvml.so >/dev/null
-	printf 'gpu 0 used_mib=1542\nproc gpu=0 pid=%d mib=1542\n' $$ >"$TMP/scenario"
-	export GPUWHO_NVML=$PWD/build/tests/fake_nvml.so FAKE_NVML_SCENARIO=$TMP/scenario
-	SMI=
-else
-	SMI=nvidia-smi
-fi
+. bench/lib.sh
+use_fake_nvml_without_driver
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000 )); }
 median() { sort -n | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.1f", m/1000}'; }
