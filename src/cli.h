@@ -94,7 +94,8 @@ char *const *cli_kept_errors(size_t *n);
 #define CLI_GPU_SELECTORS_HELP \
 	"GPU selectors, as nvidia-smi -i and CUDA_VISIBLE_DEVICES write them: an index (0), a UUID\n" \
 	"(GPU-..., a unique prefix will do), a PCI bus id (0000:65:00.0 or 65:00.0, any case), a\n" \
-	"device path (/dev/nvidia0), a comma list of these (0,1), or all.\n"
+	"device path (/dev/nvidia0), a MIG device (MIG-... or GPU:GI:CI, e.g. 0:1:0: the GPU it is\n" \
+	"part of), a comma list of these (0,1), or all.\n"
 
 /* The -i option of commands that take GPU selectors, for their usage texts. */
 #define CLI_GPU_ID_HELP \

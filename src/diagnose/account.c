@@ -316,6 +316,38 @@ int account_select(const struct account *a, const char *sel)
 		}
 		return found;
 	}
+	/* A MIG device: its UUID (MIG-..., a unique prefix will do) or nvidia-smi's GPU:GI:CI (0:1:0).
+	 * It selects the GPU it is part of: memory and holders are per GPU (a process's gi/ci are in
+	 * the JSON). */
+	if (strncasecmp(sel, "MIG-", 4) == 0) {
+		int found = -1;
+		size_t n = strlen(sel);
+		for (size_t i = 0; i < a->ngpus; i++)
+			for (size_t k = 0; a->gpus[i].nvml && k < a->gpus[i].nvml->nmigs; k++) {
+				const char *u = a->gpus[i].nvml->migs[k].uuid;
+				if (strcasecmp(u, sel) == 0)
+					return (int)i;
+				if (strncasecmp(u, sel, n) == 0) {
+					if (found >= 0 && found != (int)i)
+						return -2;
+					found = (int)i;
+				}
+			}
+		return found;
+	}
+	unsigned gidx, gi, ci;
+	char tail;
+	if (sscanf(sel, "%u:%u:%u%c", &gidx, &gi, &ci, &tail) == 3 && !strchr(sel, '.')) {
+		for (size_t i = 0; i < a->ngpus; i++) {
+			const struct account_gpu *g = &a->gpus[i];
+			if (g->index != (int)gidx || !g->nvml)
+				continue;
+			for (size_t k = 0; k < g->nvml->nmigs; k++)
+				if (g->nvml->migs[k].gi == gi && g->nvml->migs[k].ci == ci)
+					return (int)i;
+		}
+		return -1;
+	}
 	int m = dev_minor(sel);
 	if (m >= 0) {
 		for (size_t i = 0; i < a->ngpus; i++)
@@ -342,7 +374,8 @@ char *account_select_error(const struct account *a, const char *sel, int rc)
 	if (rc == -2)
 		return xasprintf("'%s' matches more than one GPU's UUID; give more of it", sel);
 	return xasprintf("no GPU matches '%s' (%zu GPU%s here; selectors: index, UUID GPU-..., PCI bus id "
-			 "0000:65:00.0, /dev/nvidiaN, comma lists, all)", sel, a->ngpus, a->ngpus == 1 ? "" : "s");
+			 "0000:65:00.0, /dev/nvidiaN, a MIG device MIG-... or GPU:GI:CI, comma lists, all)", sel, a->ngpus,
+			 a->ngpus == 1 ? "" : "s");
 }
 
 int account_select_list(const struct account *a, const char *sel, bool *mark, char **err)

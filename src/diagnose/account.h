@@ -101,6 +101,8 @@ void account_free(struct account *a);
  * or "00000000:65:00.0", case-insensitive; "65:00.0" for domain 0) or a device path ("/dev/nvidia0", or "nvidia0").
  * Returns the index into a->gpus, -1 when no GPU matches, -2 when a UUID prefix matches several. */
 int account_select(const struct account *a, const char *sel);
+/* (A MIG device, "MIG-…" (a unique prefix will do) or nvidia-smi's "GPU:GI:CI", selects the GPU it
+ * is part of, from the MIG devices NVML listed for it.) */
 
 /* What to tell the user when account_select(a, sel) returned rc (-1 or -2): one line, malloc'ed,
  * quoting sel raw (escape it before a terminal). */

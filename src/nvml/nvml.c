@@ -87,6 +87,10 @@ struct api {
 	nvml_ret (*persistence)(nvml_dev, int *);
 	nvml_ret (*compute_mode)(nvml_dev, int *);
 	nvml_ret (*mig_mode)(nvml_dev, unsigned int *, unsigned int *);
+	nvml_ret (*mig_count)(nvml_dev, unsigned int *);
+	nvml_ret (*mig_handle)(nvml_dev, unsigned int, nvml_dev *);
+	nvml_ret (*gi_id)(nvml_dev, unsigned int *);
+	nvml_ret (*ci_id)(nvml_dev, unsigned int *);
 	nvml_ret (*retired_pending)(nvml_dev, int *);
 	nvml_ret (*remapped_rows)(nvml_dev, unsigned int *, unsigned int *, unsigned int *, unsigned int *);
 	nvml_ret (*ecc_total)(nvml_dev, int, int, unsigned long long *);
@@ -257,6 +261,10 @@ static const char *api_resolve(struct api *a)
 	SYM(a->persistence, "nvmlDeviceGetPersistenceMode");
 	SYM(a->compute_mode, "nvmlDeviceGetComputeMode");
 	SYM(a->mig_mode, "nvmlDeviceGetMigMode");
+	SYM(a->mig_count, "nvmlDeviceGetMaxMigDeviceCount");
+	SYM(a->mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+	SYM(a->gi_id, "nvmlDeviceGetGpuInstanceId");
+	SYM(a->ci_id, "nvmlDeviceGetComputeInstanceId");
 	SYM(a->retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
 	SYM(a->remapped_rows, "nvmlDeviceGetRemappedRows");
 	SYM(a->ecc_total, "nvmlDeviceGetTotalEccErrors");
@@ -440,6 +448,31 @@ static void gpu_read_procs(const struct api *a, nvml_dev dev, struct nvml_gpu *g
 	}
 }
 
+/* The MIG devices of a GPU in MIG mode (the slots that answer; an empty slot is not an error), for
+ * the MIG-UUID and GPU:GI:CI selectors. Any function missing: none, the GPU is still selectable. */
+static void read_migs(const struct api *a, nvml_dev dev, struct nvml_gpu *g)
+{
+	unsigned int max = 0;
+	if (!a->mig_count || !a->mig_handle || !a->uuid || a->mig_count(dev, &max) != NVML_OK || max > 64)
+		return;
+	for (unsigned int i = 0; i < max; i++) {
+		nvml_dev m = NULL;
+		char buf[96] = "";
+		unsigned int gi = 0, ci = 0;
+		if (a->mig_handle(dev, i, &m) != NVML_OK || !m || a->uuid(m, buf, sizeof buf) != NVML_OK)
+			continue;
+		if (a->gi_id && a->gi_id(m, &gi) != NVML_OK)
+			continue;
+		if (a->ci_id && a->ci_id(m, &ci) != NVML_OK)
+			continue;
+		g->migs = xrealloc(g->migs, (g->nmigs + 1) * sizeof *g->migs);
+		struct nvml_mig *x = &g->migs[g->nmigs++];
+		copy_str(x->uuid, sizeof x->uuid, buf, sizeof buf);
+		x->gi = gi;
+		x->ci = ci;
+	}
+}
+
 /* Reads every field of one GPU; a GPU_IS_LOST answer stops at that point (the rest stays NOT_READ). */
 static void gpu_read(const struct api *a, unsigned index, struct nvml_gpu *g, struct nvml_info *info)
 {
@@ -528,6 +561,8 @@ static void gpu_read(const struct api *a, unsigned index, struct nvml_gpu *g, st
 	CALL(mig_rc, mig_mode, "nvmlDeviceGetMigMode", &cur, &pend);
 	g->mig_current = g->mig_rc == NVML_OK && cur == 1;
 	g->mig_pending = g->mig_rc == NVML_OK && pend == 1;
+	if (g->mig_current)
+		read_migs(a, dev, g);
 	state = 0;
 	CALL(retired_rc, retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", &state);
 	g->retired_pending = g->retired_rc == NVML_OK && state == 1;
@@ -638,6 +673,7 @@ void nvml_info_free(struct nvml_info *info)
 		return;
 	for (size_t i = 0; i < info->ngpus; i++) {
 		free(info->gpus[i].procs);
+		free(info->gpus[i].migs);
 		free(info->gpus[i].error);
 	}
 	free(info->gpus);

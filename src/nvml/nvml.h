@@ -61,6 +61,12 @@ struct nvml_proc {
 	unsigned gi, ci;
 };
 
+/* A MIG device of a GPU in MIG mode: what nvidia-smi -L lists under it and CUDA_VISIBLE_DEVICES takes. */
+struct nvml_mig {
+	char uuid[96];                 /* "MIG-..." */
+	unsigned gi, ci;               /* its GPU instance and compute instance ids */
+};
+
 /* One GPU. Each *_rc is 0 when the fields it covers are valid, else the NVML code why not. */
 struct nvml_gpu {
 	unsigned index;                /* NVML's index (nvmlDeviceGetHandleByIndex) */
@@ -76,6 +82,8 @@ struct nvml_gpu {
 	bool persistence;    int persistence_rc;
 	int compute_mode;    int compute_mode_rc;   /* NVML_COMPUTE_* */
 	bool mig_current, mig_pending; int mig_rc;
+	struct nvml_mig *migs;         /* with mig_current: its MIG devices (NULL when none or unread) */
+	size_t nmigs;
 	bool retired_pending; int retired_rc;       /* retired pages waiting for a reset/reload */
 	bool remap_pending, remap_failure;          /* row remapping waiting for a reset; a remap failed */
 	unsigned remap_correctable, remap_uncorrectable;

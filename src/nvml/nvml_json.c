@@ -77,8 +77,14 @@ static json_t *gpu_json(const struct nvml_gpu *g)
 	json_put(o, "compute_mode",
 	    ok_or_note(na, "compute_mode", g->compute_mode_rc) ? json_string(nvml_compute_mode_name(g->compute_mode))
 								: json_null());
-	if (ok_or_note(na, "mig", g->mig_rc))
-		json_put(o, "mig", json_pack("{s:b, s:b}", "current", g->mig_current, "pending", g->mig_pending));
+	if (ok_or_note(na, "mig", g->mig_rc)) {
+		json_t *devs = json_array();
+		for (size_t i = 0; i < g->nmigs; i++)
+			json_array_append_new(devs, json_pack("{s:o, s:I, s:I}", "uuid", json_text(g->migs[i].uuid, strlen(g->migs[i].uuid)),
+							      "gi", (json_int_t)g->migs[i].gi, "ci", (json_int_t)g->migs[i].ci));
+		json_put(o, "mig", json_pack("{s:b, s:b, s:o}", "current", g->mig_current, "pending", g->mig_pending,
+					     "devices", devs));
+	}
 	else
 		json_put(o, "mig", json_null());
 	json_put(o, "retired_pages_pending",

@@ -562,6 +562,13 @@ static bool load_nvml(struct ld *l, json_t *o, struct nvml_info *nv)
 		TRY(g_bool(l, e, "mig_current", &g->mig_current));
 		TRY(g_bool(l, e, "mig_pending", &g->mig_pending));
 		RC(l, e, "mig_rc", g->mig_rc);
+		if (json_object_get(e, "mig_devices"))   /* absent in older snapshots and without MIG */
+			EACH(l, e, "mig_devices", 64, g->migs, g->nmigs, k, {
+				TRY(v_obj(l, e));
+				TRY(g_chars(l, e, "uuid", g->migs[k].uuid, sizeof g->migs[k].uuid));
+				G_INT(l, e, "gi", 0, UINT_MAX, g->migs[k].gi);
+				G_INT(l, e, "ci", 0, UINT_MAX, g->migs[k].ci);
+			});
 		TRY(g_bool(l, e, "retired_pending", &g->retired_pending));
 		RC(l, e, "retired_rc", g->retired_rc);
 		TRY(g_bool(l, e, "remap_pending", &g->remap_pending));

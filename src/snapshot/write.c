@@ -235,6 +235,14 @@ static json_t *nvml_to_json(const struct nvml_info *nv)
 		json_put(j, "mig_current", json_boolean(g->mig_current));
 		json_put(j, "mig_pending", json_boolean(g->mig_pending));
 		json_put(j, "mig_rc", json_integer(g->mig_rc));
+		if (g->nmigs) {
+			json_t *devs = json_array();
+			for (size_t k = 0; k < g->nmigs; k++)
+				json_array_append_new(devs, json_pack("{s:o, s:I, s:I}", "uuid",
+								      json_text(g->migs[k].uuid, strlen(g->migs[k].uuid)), "gi",
+								      (json_int_t)g->migs[k].gi, "ci", (json_int_t)g->migs[k].ci));
+			json_put(j, "mig_devices", devs);
+		}
 		json_put(j, "retired_pending", json_boolean(g->retired_pending));
 		json_put(j, "retired_rc", json_integer(g->retired_rc));
 		json_put(j, "remap_pending", json_boolean(g->remap_pending));

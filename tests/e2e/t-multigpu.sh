@@ -110,4 +110,29 @@ test_a_tp4_family_orphaned_across_four_gpus_is_one_family_and_free_2_ends_only_g
 	expect_not "$out" "left alone"
 }
 
+test_a_mig_device_selects_the_gpu_it_is_part_of() {
+	mkdevs4
+	# GPU 1 in MIG mode with two MIG devices (as nvidia-smi -L lists them); selectors as CUDA and
+	# nvidia-smi take them: the MIG UUID (or a unique prefix) and GPU:GI:CI.
+	scenario "gpu 0" "gpu 1 mig=1 used_mib=1000" "gpu 2" "gpu 3" \
+		"mig_device gpu=1 uuid=MIG-11111111-2222-3333-4444-555555555555 gi=1 ci=0" \
+		"mig_device gpu=1 uuid=MIG-66666666-7777-8888-9999-000000000000 gi=2 ci=0"
+	json=$(gwj ps --json) || fail "exit $?"
+	expect_jq "$json" '.nvml.gpus[1].mig.devices == [{"uuid":"MIG-11111111-2222-3333-4444-555555555555","gi":1,"ci":0},{"uuid":"MIG-66666666-7777-8888-9999-000000000000","gi":2,"ci":0}]'
+	for sel in MIG-66666666-7777-8888-9999-000000000000 MIG-6666 mig-11111111 1:1:0 1:2:0 "MIG-1111,0"; do
+		got=$(gwj ps --json "$sel" | jq -c '[.gpus[].index]')
+		case $sel in *,0) want="[0,1]" ;; *) want="[1]" ;; esac
+		[ "$got" = "$want" ] || fail "selector $sel picked $got, not $want"
+	done
+	for sel in 1:3:0 0:1:0 MIG-9999; do
+		gwj ps "$sel" >/dev/null 2>"$TMP/err"; rc=$?
+		[ $rc -eq 2 ] || fail "$sel: exit $rc"
+		expect_has "$(cat "$TMP/err")" "no GPU matches '$sel'"
+	done
+	# A snapshot keeps the MIG devices: the selector works on a replay too.
+	gwj snapshot -o "$TMP/s.json" || fail "snapshot: exit $?"
+	got=$("$GPUWHO" ps --from "$TMP/s.json" --json MIG-6666 | jq -c '[.gpus[].index]')
+	[ "$got" = "[1]" ] || fail "replayed MIG selector picked $got"
+}
+
 run_tests

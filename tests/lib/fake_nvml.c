@@ -24,6 +24,9 @@
  *                                  FAKE_NVML_OLD: only the unversioned v1 symbols, no MIG, no remapping)
  *   proc_api v1|v2|v3              the process functions newer than this answer FUNCTION_NOT_FOUND
  *                                  (shorthand for `missing` on each of them)
+ *   mig_device gpu=N uuid=MIG-... gi=N ci=N
+ *                                  a MIG device of GPU N (give that GPU mig=1): what
+ *                                  nvmlDeviceGetMigDeviceHandleByIndex returns, in line order
  *   proc gpu=N pid=P mib=M|unknown [list=compute|graphics|mps] [gi=N ci=N] [held_by=H]
  *                                  a process; `unknown` is NVML_VALUE_NOT_AVAILABLE; list defaults
  *                                  to compute; gi/ci default to 0xFFFFFFFF (no MIG); held_by: for
@@ -99,6 +102,11 @@ struct fgpu {
 	unsigned nprocs[NLISTS], grown[NLISTS];
 };
 
+struct fmig {
+	unsigned gpu, gi, ci;
+	char uuid[96];
+};
+
 struct ffail {
 	char fn[80];
 	int code, gpu; /* gpu -1: every GPU */
@@ -113,6 +121,8 @@ static struct {
 	unsigned ngpus, nfails, stride, grow, grow_times;
 	struct fgpu gpus[MAX_GPUS];
 	struct ffail fails[MAX_FAILS];
+	struct fmig migs[16];
+	unsigned nmigs;
 } S;
 
 /* ---- scenario ------------------------------------------------------------------------------ */
@@ -191,6 +201,33 @@ static bool add_proc(struct fgpu *g, int list, unsigned pid, unsigned long long 
 		return false;
 	g->procs[list][g->nprocs[list]++] =
 		(struct fproc){.pid = pid, .used = used, .gi = gi, .ci = ci, .held_by = held_by};
+	return true;
+}
+
+static bool mig_line(char **tok, int n)
+{
+	if (S.nmigs >= sizeof S.migs / sizeof S.migs[0])
+		return false;
+	struct fmig *m = &S.migs[S.nmigs];
+	unsigned long long gpu = ~0ULL, gi = 0, ci = 0;
+	for (int i = 1; i < n; i++) {
+		char *v = strchr(tok[i], '=');
+		if (!v)
+			return false;
+		*v++ = '\0';
+		bool ok = true;
+		if (!strcmp(tok[i], "gpu")) ok = num(v, &gpu);
+		else if (!strcmp(tok[i], "gi")) ok = num(v, &gi);
+		else if (!strcmp(tok[i], "ci")) ok = num(v, &ci);
+		else if (!strcmp(tok[i], "uuid")) snprintf(m->uuid, sizeof m->uuid, "%s", v);
+		else return false;
+		if (!ok)
+			return false;
+	}
+	if (gpu >= S.ngpus || !m->uuid[0])
+		return false;
+	m->gpu = (unsigned)gpu, m->gi = (unsigned)gi, m->ci = (unsigned)ci;
+	S.nmigs++;
 	return true;
 }
 
@@ -293,6 +330,8 @@ static bool scenario_line(char *line)
 			}
 	} else if (!strcmp(tok[0], "proc"))
 		return proc_line(tok, n);
+	else if (!strcmp(tok[0], "mig_device"))
+		return mig_line(tok, n);
 	else
 		return false;
 	return true;
@@ -534,8 +573,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int *minor
 	return 0;
 }
 
+static struct fmig *mig_of(nvmlDevice_t d)
+{
+	struct fmig *m = (struct fmig *)d;
+	return m && m >= S.migs && m < S.migs + S.nmigs ? m : NULL;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int len)
 {
+	struct fmig *m = S.init ? mig_of(d) : NULL;
+	if (m) {   /* a MIG device handle answers with its own MIG-... UUID */
+		if (strlen(m->uuid) >= len)
+			return 7;
+		memcpy(buf, m->uuid, strlen(m->uuid) + 1);
+		return 0;
+	}
 	DEVICE_CALL(d, g);
 	if (strlen(g->uuid) >= len)
 		return 7;
@@ -658,6 +710,43 @@ EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, 
 	DEVICE_CALL(d, g);
 	*current = (unsigned)g->mig;
 	*pending = (unsigned)g->mig_pending;
+	return 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count)
+{
+	DEVICE_CALL(d, g);
+	*count = g->mig ? 7 : 0;   /* an H100/H200 has up to 7 MIG slices */
+	return 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index, nvmlDevice_t *mig)
+{
+	DEVICE_CALL(d, g);
+	unsigned seen = 0;
+	for (unsigned k = 0; k < S.nmigs; k++)
+		if (S.migs[k].gpu == (unsigned)(g - S.gpus) && seen++ == index) {
+			*mig = (nvmlDevice_t)&S.migs[k];
+			return 0;
+		}
+	return 6;   /* NOT_FOUND: an empty slot */
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	struct fmig *m = S.init ? mig_of(d) : NULL;
+	if (!m)
+		return 2;
+	*id = m->gi;
+	return 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+	struct fmig *m = S.init ? mig_of(d) : NULL;
+	if (!m)
+		return 2;
+	*id = m->ci;
 	return 0;
 }
 

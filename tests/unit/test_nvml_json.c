@@ -68,7 +68,7 @@ static void test_gpu_fields_processes_and_reasons_are_emitted(void **state)
 		"  \"memory\": {\"total_bytes\": 150754820096, \"used_bytes\": 1616904192,"
 		"              \"free_bytes\": 149137915904, \"reserved_bytes\": 548405248, \"api\": 2},"
 		"  \"persistence_mode\": true, \"compute_mode\": \"default\","
-		"  \"mig\": {\"current\": false, \"pending\": false}, \"retired_pages_pending\": false,"
+		"  \"mig\": {\"current\": false, \"pending\": false, \"devices\": []}, \"retired_pages_pending\": false,"
 		"  \"remapped_rows\": null, \"ecc_volatile_uncorrected\": null,"
 		"  \"utilization\": {\"gpu_percent\": 42, \"memory_percent\": 0},"
 		"  \"processes\": ["
