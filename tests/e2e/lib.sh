@@ -59,7 +59,9 @@ teardown() {
 	for p in ${SPAWNED:-}; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	# Whatever a test started that mentions its folder (forked children, churn) goes too.
-	[ -n "${TMP:-}" ] && { pkill -9 -f -- "$TMP" 2>/dev/null; umount -R "$TMP" 2>/dev/null; rm -rf "$TMP"; }
+	# pkill reads every process's cmdline, which blocks on a process stuck on its memory-map lock (another
+	# suite's, on a shared machine): bounded, so teardown never hangs.
+	[ -n "${TMP:-}" ] && { timeout 10 pkill -9 -f -- "$TMP" 2>/dev/null; umount -R "$TMP" 2>/dev/null; rm -rf "$TMP"; }
 	return 0
 }
 
