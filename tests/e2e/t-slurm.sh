@@ -125,7 +125,13 @@ test_a_clean_job_leaves_the_node_idle() {
 		fail "sbatch failed"
 	wait_epilog "$job"
 	expect_has "$(cat "$TMP/slurm/epilog.log")" "job $job rc=0 "
-	state=$(sinfo -h -n "$NODE" -o %T)
+	# The Epilog's line is written just before it exits: the node stays "completing" until slurmd has
+	# told slurmctld, a moment later. Wait that out (10 s at most), then it must be idle, not drained.
+	for _ in $(seq 100); do
+		state=$(sinfo -h -n "$NODE" -o %T)
+		[ "$state" = completing ] || break
+		sleep 0.1
+	done
 	[ "$state" = idle ] || fail "node is $state after a clean job: $(scontrol show node "$NODE")"
 	expect_has "$(cat "$TMP/slurm/jobs/$job.out")" "hello from job $job"
 }
