@@ -369,6 +369,13 @@ int account_select(const struct account *a, const char *sel)
 	return -1;
 }
 
+char *account_gpu_selector(const struct account_gpu *g)
+{
+	if (g->index >= 0)
+		return xasprintf("%d", g->index);
+	return xasprintf("/dev/nvidia%d", g->minor);
+}
+
 char *account_select_error(const struct account *a, const char *sel, int rc)
 {
 	if (rc == -2)

@@ -104,6 +104,10 @@ int account_select(const struct account *a, const char *sel);
 /* (A MIG device, "MIG-…" (a unique prefix will do) or nvidia-smi's "GPU:GI:CI", selects the GPU it
  * is part of, from the MIG devices NVML listed for it.) */
 
+/* The selector for g that account_select, `gpuwho free` and `nvidia-smi -i` take: its NVML index,
+ * else its device path; malloc'ed. */
+char *account_gpu_selector(const struct account_gpu *g);
+
 /* What to tell the user when account_select(a, sel) returned rc (-1 or -2): one line, malloc'ed,
  * quoting sel raw (escape it before a terminal). */
 char *account_select_error(const struct account *a, const char *sel, int rc);

@@ -154,7 +154,7 @@ static void ev_rows(struct ctx *c, struct finding *f, const struct account_proc 
 static void verdict_stuck(struct ctx *c, const struct account_gpu *g, const struct account_proc *const *r, size_t n)
 {
 	char gn[32];
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	char *pd = diag_pdesc(r[0]->info);
 	struct finding *f = diag_add_finding(c, "stuck_in_driver", DIAG_ACTION, g,
 					     "%s: %s%s %s stuck in the NVIDIA driver — signals cannot free its memory "
@@ -284,7 +284,7 @@ static void verdict_inherited(struct ctx *c, const struct account_gpu *g, const 
 		"exited (a fork after CUDA initialised), and is likely not a CUDA user itself; the driver frees the "
 		"memory when the last file closes");
 	char *pids = diag_pid_args(f->pids, f->npids);
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	diag_set_fix(f, "`gpuwho free %s`, or by hand: `kill %s` (then `kill -9 %s` if still there after 10 s). Unless "
 		     "it does GPU work of its own, nothing is lost.", sel, pids, pids);
 	free(sel);
@@ -304,7 +304,7 @@ static char *family_gpus(const struct account *a, const int *pids, size_t n)
 				on = a->gpus[g].procs[r].pid == pids[k];
 		if (!on)
 			continue;
-		char *one = diag_gpu_selector(&a->gpus[g]);
+		char *one = account_gpu_selector(&a->gpus[g]);
 		char *next = out ? xasprintf("%s,%s", out, one) : xstrdup(one);
 		free(one);
 		free(out);
@@ -331,7 +331,7 @@ static void verdict_orphans(struct ctx *c, const struct account_gpu *g, const st
 	}
 	const struct proc_info *reaper = snapshot_find_proc(s, o[0].reaper);
 	char *rdesc = reaper ? diag_pdesc(reaper) : xasprintf("PID %d", o[0].reaper);
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	/* The whole family on the host: every GPU holder adopted the same way, with its roots. */
 	int *kill = NULL;
 	size_t nkill = 0;
@@ -486,7 +486,7 @@ static void verdict_outside(struct ctx *c, const struct account_gpu *g)
 	if (g->hidden_outside)
 		bytes += g->unattributed_bytes;
 	char *amt = diag_amount(bytes, unknown);
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	struct finding *f = diag_add_finding(c, "outside_pid_namespace", DIAG_WARNING, g,
 					     "%s: %s held by processes outside this PID namespace (gpuwho runs in a container) "
 					     "— not a driver leak; run gpuwho on the host", diag_gpu_name(g, gn, sizeof gn), amt);
@@ -553,7 +553,7 @@ static void verdict_no_holder(struct ctx *c, const struct account_gpu *g, unsign
 {
 	const struct snapshot *s = c->s;
 	char gn[32], a[48], b[48];
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	const struct gpu_resample *rs = &s->resample;
 	/* The second sample is stored by position in nvml.gpus, which need not be the index. */
 	size_t pos = g->nvml ? (size_t)(g->nvml - s->nvml.gpus) : (size_t)-1;
@@ -659,7 +659,7 @@ static void verdict_health(struct ctx *c, const struct account_gpu *g)
 	if (ecc)
 		diag_ev(f, "NVML: %llu volatile uncorrectable ECC errors since the driver loaded", n->ecc_uncorrected_volatile);
 	ev_reset_blockers(c, f, g);
-	char *sel = diag_gpu_selector(g);
+	char *sel = account_gpu_selector(g);
 	if (lost)
 		diag_set_fix(f, "Look at `dmesg | grep -i xid`; stop its processes, then as root `nvidia-smi --gpu-reset -i %s`, "
 			     "or reboot when the reset fails. A GPU that falls off the bus again needs its hardware checked.",

@@ -79,14 +79,6 @@ const char *diag_gpu_name(const struct account_gpu *g, char *buf, size_t n)
 	return buf;
 }
 
-/* What `gpuwho free`/`nvidia-smi -i` take for this GPU: the index, else the device path. */
-char *diag_gpu_selector(const struct account_gpu *g)
-{
-	if (g->index >= 0)
-		return xasprintf("%d", g->index);
-	return xasprintf("/dev/nvidia%d", g->minor);
-}
-
 /* A process's display name: its command line's first word (or that word's base name) when it
  * extends the 15-byte comm — a process title (setproctitle: "sglang::scheduler_TP0",
  * "VLLM::EngineCore") or a long program name — else comm. Raw bytes. */

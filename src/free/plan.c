@@ -739,7 +739,7 @@ static void note_family_elsewhere(struct free_plan *pl, const struct snapshot *s
 			}
 			if (!on)
 				continue;
-			char *sel = ag->index >= 0 ? xasprintf("%d", ag->index) : xasprintf("/dev/nvidia%d", ag->minor);
+			char *sel = account_gpu_selector(ag);
 			char *a2 = all ? xasprintf("%s,%s", all, sel) : xstrdup(sel);
 			free(all);
 			all = a2;
