@@ -156,7 +156,10 @@ static void read_extras(json_t *root, json_t *o, struct model_config *m)
 			vl = opt_int(vc, "depth");
 		if (!vh)
 			vh = opt_int(vc, "embed_dim");
-		m->vision_params = 12.0 * vh * vh * vl;
+		/* SGLang's multimodal fraction takes 24 layers and 1,024 wide where these are absent. */
+		m->vit_layers = vl ? vl : 24;
+		m->vit_hidden = vh ? vh : 1024;
+		m->vision_params = 12.0 * m->vit_hidden * m->vit_hidden * m->vit_layers;
 	}
 }
 

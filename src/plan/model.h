@@ -29,6 +29,7 @@ struct model_config {
 	bool tie_embeddings;
 	char *quant_method;      /* quantization_config.quant_method ("fp8", "compressed-tensors", ...) */
 	double vision_params;    /* a vision tower's parameters, estimated from vision_config (0: none) */
+	int vit_layers, vit_hidden; /* vision_config's layers and width (24 and 1,024 where absent) */
 	int sliding_window;      /* sliding_window (0: none) */
 	int swa_layers;          /* layers whose layer_types entry is "sliding_attention" (0: none or not given) */
 };

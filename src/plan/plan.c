@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,24 +96,46 @@ static void add_note(struct plan_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* SGLang's default --mem-fraction-static (server_args.py _handle_gpu_memory_settings, since PR
- * #10975): reserved MB = 512 + 1.5 × max(chunked prefill, 2048) + 2 × cuda_graph_max_bs
- * + tp × pp / 8 × 1024 (+ DP attention's padding), at least 10 GiB on GPUs above 60 GB, + 2 GiB for
- * EAGLE-style drafts (6 GiB STANDALONE); fraction = round((mem − reserved) / mem, 3). The chunked
- * prefill size and CUDA-graph batch default by the GPU's memory as there. *why is set to how. */
-static double sglang_default_fraction(const struct launch *l, double gpu_bytes, bool has_gpu, char **why)
+/* How many prefill CUDA graphs SGLang captures up to max_bs tokens (cuda_graph_hook.py
+ * generate_prefill_cuda_graph_batch_sizes): 4..32 by 4, 48..256 by 16, 288..512 by 32, 576..1024
+ * by 64, 1280..4096 by 256, then by 512. */
+static int sglang_prefill_graphs(long max_bs)
+{
+	static const struct { long from, to, step; } runs[] = {
+		{4, 32, 4}, {48, 256, 16}, {288, 512, 32}, {576, 1024, 64}, {1280, 4096, 256}, {4608, LONG_MAX, 512},
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+		for (long s = runs[i].from; s <= runs[i].to && s <= max_bs; s += runs[i].step)
+			n++;
+	return n;
+}
+
+/* SGLang's default --mem-fraction-static, as its current source computes it (arg_groups/memory_hook.py
+ * handle_gpu_memory_settings, reserve_for_graph_mb, adjust_mem_fraction_for_vlm), with the GPU's
+ * memory in MB:
+ *   reserved = 512 + 1.5 × max(chunked prefill, 2048) + tp × pp / 8 × 1024
+ *              + CUDA graphs: 2 × decode max_bs (+ DP attention's 3 × bs × dp, + 1.5 × bs × dp above
+ *                bs 300) + prefill graphs (8 MB each; 1.5 GiB flat for MLA)
+ *   at least 10 GiB on GPUs above 60 GB; + 2 GiB for an EAGLE-style draft (6 GiB STANDALONE)
+ *   fraction = round((MB − reserved) / MB, 3), × the vision tower's factor for multimodal models.
+ * The chunked prefill size and decode max_bs default by the GPU's memory as there. *why says how. */
+static double sglang_default_fraction(const struct launch *l, const struct model_config *m, double gpu_bytes,
+				      bool has_gpu, char **why)
 {
 	if (!has_gpu) {
-		*why = xstrdup("SGLang's default without a known GPU size (0.88)");
-		return 0.88;
+		*why = xstrdup("SGLang's default without a known GPU size (0.95 less a vision tower's share)");
+		return 0.95;
 	}
 	double mb = gpu_bytes / 1048576.0;
 	long chunk = l->chunked_prefill;
 	int bs = l->cuda_graph_max_bs;
 	long cdef;
 	int bdef;
-	if (mb < 35 * 1024)
-		cdef = 2048, bdef = l->tp < 4 ? 24 : 80;
+	if (mb < 20 * 1024)
+		cdef = 2048, bdef = 8;
+	else if (mb < 35 * 1024)
+		cdef = 4096, bdef = l->tp < 4 ? 48 : 160;
 	else if (mb < 60 * 1024)
 		cdef = 4096, bdef = l->tp < 4 ? 32 : 160;
 	else if (mb < 160 * 1024)
@@ -128,13 +151,28 @@ static double sglang_default_fraction(const struct launch *l, double gpu_bytes, 
 		reserved += fmax((double)chunk, 2048) * 1.5;
 	else
 		reserved += fmax((double)(l->max_prefill ? l->max_prefill : 16384), 2048) * 1.5;
-	reserved += bs * 2.0;
 	reserved += (double)l->tp * l->pp / 8 * 1024;
-	if (l->dp_attention) {
-		reserved += (double)bs * l->dp * 3;
-		if (bs > 300)
-			reserved += (double)bs * l->dp * 1.5;
+	double graphs = 0;
+	bool mla = m && m->mla;
+	if (!l->no_cuda_graph) {
+		graphs += bs * 2.0;
+		if (mla) {
+			graphs += 1.5 * 1024;   /* "MLA backend overhead is much higher than expected" */
+		} else {
+			/* Prefill graphs go up to the chunked prefill size, capped by
+			 * --max-total-tokens. */
+			long pmax = chunk > 0 ? chunk : 0;
+			if (l->max_total_tokens && l->max_total_tokens < pmax)
+				pmax = l->max_total_tokens;
+			graphs += sglang_prefill_graphs(pmax) * 8.0;
+		}
 	}
+	if (l->dp_attention) {
+		graphs += (double)bs * l->dp * 3;
+		if (bs > 300)
+			graphs += (double)bs * l->dp * 1.5;
+	}
+	reserved += graphs;
 	if (mb > 60 * 1024)
 		reserved = fmax(reserved, 10 * 1024);
 	if (l->spec_algo && !strcasecmp(l->spec_algo, "STANDALONE"))
@@ -144,8 +182,19 @@ static double sglang_default_fraction(const struct launch *l, double gpu_bytes, 
 	double f = round((mb - reserved) / mb * 1000) / 1000;
 	if (f < 0.05)
 		f = 0.05;   /* a GPU smaller than SGLang's reserve: keep the arithmetic meaningful */
+	char vit[160] = "";
+	if (m && m->vision_params > 0) {
+		/* A ViT's size against ViT-L/14's 24 × 1024²: each doubling takes 10% more, within
+		 * [0.8, 1.05], on top of a flat 0.95. */
+		double ratio = (double)m->vit_layers * m->vit_hidden * m->vit_hidden / (24.0 * 1024 * 1024);
+		double adj = fmin(1.05, fmax(0.8, 1.0 - 0.1 * (ratio - 1.0)));
+		f *= 0.95 * adj;
+		snprintf(vit, sizeof vit, ", × %.4f for the vision tower (%d layers of %d)", 0.95 * adj, m->vit_layers,
+			 m->vit_hidden);
+	}
 	*why = xasprintf("SGLang's default: (%.0f MB − %.0f MB reserved for chunked prefill %ld, CUDA graphs up to "
-			 "batch %d%s) / %.0f MB", mb, reserved, chunk, bs, l->speculative ? ", the draft" : "", mb);
+			 "batch %d%s%s) / %.0f MB%s", mb, reserved, chunk, bs, l->no_cuda_graph ? " (disabled)" : "",
+			 l->speculative ? ", the draft" : "", mb, vit);
 	return f;
 }
 
@@ -486,9 +535,8 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	r->fraction_assumed = !l->has_mem_fraction;
 	if (r->fraction_assumed && sg) {
 		char *why = NULL;
-		r->fraction = sglang_default_fraction(l, in->gpu_total_bytes, in->has_gpu_total, &why);
-		add_note(r, "--mem-fraction-static not given: %.3f, %s (multimodal models get less: pass the flag to be exact)",
-			 r->fraction, why);
+		r->fraction = sglang_default_fraction(l, in->model, in->gpu_total_bytes, in->has_gpu_total, &why);
+		add_note(r, "--mem-fraction-static not given: %.3f, %s", r->fraction, why);
 		free(why);
 	} else if (r->fraction_assumed) {
 		add_note(r, "--gpu-memory-utilization not given: 0.9, vLLM's default");

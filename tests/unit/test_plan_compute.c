@@ -452,8 +452,10 @@ static void sglang_default_fraction_follows_its_formula(void **state)
 {
 	(void)state;
 	struct setup s;
+	/* 512 + 1.5 × 8,192 + 8 / 8 × 1,024 + CUDA graphs (2 × 512 decode, 58 prefill graphs × 8)
+	 * = 15,312 MB reserved: (143,771 − 15,312) / 143,771 = 0.893 */
 	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8");
-	assert_true(fabs(s.r.fraction - 0.897) < 1e-9);
+	assert_true(fabs(s.r.fraction - 0.893) < 1e-9);
 	assert_true(s.r.fraction_assumed);
 	/* sglang#11716 printed 2,795,207 tokens for this launch. */
 	assert_true(fabs((double)s.r.tokens - 2795207) < 0.1 * 2795207);
@@ -462,11 +464,28 @@ static void sglang_default_fraction_follows_its_formula(void **state)
 	     "--max-total-tokens", "500000");
 	assert_int_equal(s.r.tokens, 500000);
 	done(&s);
-	/* An EAGLE draft reserves 2 GiB more, and its layer joins the cell. */
+	/* MLA: prefill graphs reserve a flat 1.5 GiB; an EAGLE draft 2 GiB more, and its layer joins
+	 * the cell: 512 + 12,288 + 1,024 + 1,024 + 1,536 + 2,048 = 18,432 MB. */
 	RUNM(&s, "deepseek-v3", 143771 * MIB, 688.6e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8",
 	     "--speculative-algorithm", "EAGLE");
-	assert_true(fabs(s.r.fraction - 0.882) < 1e-9);   /* (143,771 − 16,896) / 143,771 */
+	assert_true(fabs(s.r.fraction - 0.872) < 1e-9);   /* (143,771 − 18,432) / 143,771 */
 	assert_int_equal(s.r.stage_layers, 62);
+	done(&s);
+	/* A 24 GB GPU: chunked prefill 4,096, decode graphs to 48, 50 prefill graphs, no 10 GiB floor:
+	 * 512 + 6,144 + 128 + 96 + 400 = 7,280 MB: (24,564 − 7,280) / 24,564 = 0.704. */
+	RUNM(&s, "llama-3-8b", 24564 * MIB, 16.06e9, "python3", "-m", "sglang.launch_server", "--model", "m");
+	assert_true(fabs(s.r.fraction - 0.704) < 1e-9);
+	done(&s);
+	/* --disable-cuda-graph drops the graphs' share: 512 + 6,144 + 128 = 6,784: 0.724. */
+	RUNM(&s, "llama-3-8b", 24564 * MIB, 16.06e9, "python3", "-m", "sglang.launch_server", "--model", "m",
+	     "--disable-cuda-graph");
+	assert_true(fabs(s.r.fraction - 0.724) < 1e-9);
+	done(&s);
+	/* A multimodal model: Kimi-K2.5 (MLA) on 97,887 MiB GPUs, TP 8: 512 + 12,288 + 1,024 + 1,024 + 1,536
+	 * = 16,384 MB: 0.833; MoonViT's 27 layers of 1,152 against ViT-L's 24 of 1,024 is a complexity
+	 * ratio of 1.4238, so × 0.95 × (1 − 0.1 × 0.4238) = 0.833 × 0.90974. */
+	RUNM(&s, "kimi-k2.5", 97887 * MIB, 595e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "8");
+	assert_true(fabs(s.r.fraction - 0.833 * 0.95 * (1 - 0.1 * (27.0 * 1152 * 1152 / (24.0 * 1024 * 1024) - 1))) < 1e-9);
 	done(&s);
 }
 
