@@ -49,6 +49,9 @@ static const char usage_text[] =
 	"  --avg-tokens N     tokens per request (prompt + output) for concurrency (default 4000)\n"
 	"  --log FILE         an SGLang or vLLM server log of this launch: print predicted against\n"
 	"                     what the engine printed (KV tokens, pool, weights, ...), term by term\n"
+	"  --engine-version V the engine's release (e.g. 0.11): plan models what changed since\n"
+	"                     (vLLM 0.21 counts CUDA graphs in its profile); default: the release\n"
+	"                     the --log names, else the current one\n"
 	"  --nvml PATH        read the GPUs' memory live through this libnvidia-ml (default\n"
 	"                     libnvidia-ml.so.1, also $GPUWHO_NVML)\n"
 	"  --no-nvml          do not read the GPUs live: plan from --gpu-mem alone\n"
@@ -71,7 +74,7 @@ static const char usage_text[] =
 	"cannot parse (the message names the flag), 3 the process given to --pid cannot be read.\n"
 	"Formulas and their sources: docs/plan.md. JSON schema: docs/json.md.\n";
 
-enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG, OPT_LOG };
+enum { OPT_PID = 0x2000, OPT_GPU_MEM, OPT_HOST_MEM, OPT_MODEL_CONFIG, OPT_WEIGHTS, OPT_OVERHEAD, OPT_AVG, OPT_LOG, OPT_ENGINE_VERSION };
 
 static const struct option options[] = {
 	{"pid", required_argument, NULL, OPT_PID},
@@ -82,6 +85,7 @@ static const struct option options[] = {
 	{"overhead", required_argument, NULL, OPT_OVERHEAD},
 	{"avg-tokens", required_argument, NULL, OPT_AVG},
 	{"log", required_argument, NULL, OPT_LOG},
+	{"engine-version", required_argument, NULL, OPT_ENGINE_VERSION},
 	{0},
 };
 
@@ -93,6 +97,7 @@ struct opts {
 	bool has_gpu_mem, has_host_mem, has_weights, has_overhead;
 	const char *log;
 	long avg_tokens;
+	int engine_version;   /* --engine-version, 0: not given */
 };
 
 /* Parses "96", "96GiB", "449GB", "0.5TiB" into bytes; a bare number is in `unit` bytes. Returns 0,
@@ -199,6 +204,15 @@ static int on_option(int opt, const char *arg, void *ctx)
 	case OPT_LOG:
 		o->log = arg;
 		return 0;
+	case OPT_ENGINE_VERSION: {
+		int v, len = plan_parse_version(arg, &v);
+		if (!len || arg[len]) {
+			cli_error(o->c, "--engine-version: a release such as 0.21 or 0.11.2 (major.minor[.patch])");
+			return -1;
+		}
+		o->engine_version = v;
+		return 0;
+	}
 	case OPT_AVG:
 		if (!parse_uint(arg, &n) || n < 1 || n > 1000000000) {
 			cli_error(o->c, "--avg-tokens: a whole number of tokens from 1 to 1,000,000,000");
@@ -343,6 +357,11 @@ int cmd_plan(int argc, char **argv)
 		if (elog.engine != LAUNCH_UNKNOWN && elog.engine != l.engine)
 			fact_note(&f, "--log is a %s log but the launch is %s's", launch_engine_name(elog.engine),
 				  launch_engine_name(l.engine));
+		if (elog.cudagraph_off && !l.has_cg_profile_env) {
+			/* The log says the launch ran with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0. */
+			l.has_cg_profile_env = true;
+			l.cg_profile_env = false;
+		}
 		if (elog.tokens_from_blocks && l.page_size)
 			elog.tokens = elog.tokens / 16 * (uint64_t)l.page_size;
 	}
@@ -406,6 +425,7 @@ int cmd_plan(int argc, char **argv)
 		.overhead_bytes = o.overhead,
 		.estimate_overhead = !o.has_overhead,
 		.avg_tokens = o.avg_tokens,
+		.engine_version = o.engine_version ? o.engine_version : have_log ? elog.version : 0,
 		.host_gpus = plan_gpu_count_live(),
 		.cuda_visible = f.cuda_visible,
 	};

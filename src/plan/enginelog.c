@@ -145,6 +145,26 @@ static void parse_line(const char *s, struct engine_log *lg, bool *sg, bool *vl)
 		set_once(&lg->has_activation, &lg->activation, v * GIB);
 		lg->lines++;
 	}
+	if (num_after(s, "Estimated CUDA graph memory:", &v)) {
+		*vl = true;
+		set_once(&lg->has_cudagraph, &lg->cudagraph, v * GIB);
+		lg->lines++;
+	}
+	if (strstr(s, "CUDA graph memory profiling is disabled")) {
+		*vl = true;
+		lg->cudagraph_off = true;
+		lg->lines++;
+	}
+	/* "vLLM API server version 0.8.1", "vLLM version 0.21.0", "Initializing a V1 LLM engine (v0.10.0)",
+	 * SGLang's "sglang version: 0.5.4" / "sglang==0.5.4". */
+	static const char *const vmarks[] = {"server version ", "vLLM version ", "LLM engine (v", "sglang version: ",
+					     "sglang==", "vllm==", "SGLang version: "};
+	for (size_t k = 0; k < sizeof vmarks / sizeof vmarks[0] && !lg->version; k++) {
+		const char *p = strstr(s, vmarks[k]);
+		int ver;
+		if (p && plan_parse_version(p + strlen(vmarks[k]), &ver))
+			lg->version = ver;
+	}
 	if (num_after(s, "total_gpu_memory (", &v)) {
 		*vl = true;
 		set_once(&lg->has_total, &lg->total, v * GIB);
@@ -238,6 +258,8 @@ void engine_log_compare(const struct engine_log *lg, const struct plan_result *r
 			fill(row(c, "activation", "activation peak"), true, r->activation, true, lg->activation);
 		if (lg->has_non_torch)
 			fill(row(c, "non_torch", "non-torch memory"), true, r->comm, true, lg->non_torch);
+		if (lg->has_cudagraph)
+			fill(row(c, "cudagraph", "CUDA graphs (profiled)"), true, r->cudagraph, true, lg->cudagraph);
 	} else {
 		if (lg->has_free_before)
 			fill(row(c, "free_at_start", "free at start (SGLang base)"), r->has_gpu_total,

@@ -34,6 +34,10 @@ struct engine_log {
 	double non_torch;            /* vLLM "non_torch_memory takes" (V0) */
 	bool has_total;
 	double total;                /* vLLM "total_gpu_memory (X GiB)" */
+	bool has_cudagraph;
+	double cudagraph;            /* vLLM ≥ 0.21 "Estimated CUDA graph memory: X GiB total" */
+	bool cudagraph_off;          /* vLLM "CUDA graph memory profiling is disabled" */
+	int version;                 /* the engine's release as plan_parse_version reads it, 0: not printed */
 	bool refused;                /* vLLM refused to start: one max_model_len request does not fit */
 	int lines;                   /* lines that matched */
 };
@@ -52,7 +56,7 @@ struct log_row {
 };
 
 struct log_compare {
-	struct log_row rows[10];
+	struct log_row rows[12];
 	int nrows;
 	bool has_error;
 	double error;          /* the token count's relative error */

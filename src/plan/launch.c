@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { SG = 1, VL = 2, BOTH = 3 };
 
@@ -630,10 +631,13 @@ static int env_option(struct launch *l, struct words *w, const char *spelled, ch
 	switch (letter) {
 	case 'i':
 		set_cuda_visible(l, NULL);
+		l->has_cg_profile_env = false;
 		return 0;
 	case 'u':
 		if (!strcmp(val, "CUDA_VISIBLE_DEVICES"))
 			set_cuda_visible(l, NULL);
+		else if (!strcmp(val, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"))
+			l->has_cg_profile_env = false;
 		return 0;
 	case 'C': {
 		char *n = xasprintf("env -C %s: the launch runs there; a relative model path was looked up from "
@@ -828,6 +832,26 @@ static bool looks_like_program(const char *w)
 	       !strcmp(b, "bash") || !strcmp(b, "sh") || !strcmp(b, "torchrun");
 }
 
+/* The variables of the launch's environment plan reads, from one NAME=value word (a VAR=value
+ * prefix or docker's -e): CUDA_VISIBLE_DEVICES, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (vLLM
+ * counts its CUDA graphs' memory unless it is 0, envs.py) and VLLM_USE_V1 (which engine vLLM 0.7
+ * to 0.10 runs). Other words are ignored. */
+static void set_env(struct launch *l, const char *word)
+{
+	static const char cg[] = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=", v1[] = "VLLM_USE_V1=";
+	if (str_starts(word, "CUDA_VISIBLE_DEVICES=")) {
+		set_cuda_visible(l, word + strlen("CUDA_VISIBLE_DEVICES="));
+	} else if (str_starts(word, cg)) {
+		const char *v = word + strlen(cg);
+		l->has_cg_profile_env = true;
+		l->cg_profile_env = !(!strcmp(v, "0") || !strcasecmp(v, "false"));
+	} else if (str_starts(word, v1)) {
+		const char *v = word + strlen(v1);
+		l->has_use_v1 = true;
+		l->use_v1 = !(!strcmp(v, "0") || !strcasecmp(v, "false"));
+	}
+}
+
 /* Reads `docker run`'s options from argv[i] (docker) on: CUDA_VISIBLE_DEVICES from -e/--env and
  * the devices from --gpus, and returns the index of the image, or -1 with l->error set. */
 static int container_image(struct launch *l, char *const *argv, int argc, int i)
@@ -862,9 +886,8 @@ static int container_image(struct launch *l, char *const *argv, int argc, int i)
 			val = argv[j + 1];
 			j++;
 		}
-		if (val && (!strncmp(a, "-e", len) || !strncmp(a, "--env", len)) && len >= 2 &&
-		    str_starts(val, "CUDA_VISIBLE_DEVICES="))
-			set_cuda_visible(l, val + strlen("CUDA_VISIBLE_DEVICES="));
+		if (val && (!strncmp(a, "-e", len) || !strncmp(a, "--env", len)) && len >= 2)
+			set_env(l, val);
 		if (val && len == 6 && !strncmp(a, "--gpus", 6)) {
 			/* --gpus all | N | '"device=0,1"': the container sees those devices as 0..n-1. */
 			const char *d = strstr(val, "device=");
@@ -907,8 +930,7 @@ static int recognise(struct words *w, struct launch *l)
 			continue;
 		}
 		if (i < argc && is_assignment(argv[i])) {
-			if (str_starts(argv[i], "CUDA_VISIBLE_DEVICES="))
-				set_cuda_visible(l, argv[i] + strlen("CUDA_VISIBLE_DEVICES="));
+			set_env(l, argv[i]);
 			i++;
 			continue;
 		}

@@ -55,6 +55,10 @@ struct launch {
 	long max_batched;        /* vLLM --max-num-batched-tokens (0: not given) */
 	int cuda_graph_max_bs;   /* SGLang --cuda-graph-max-bs (0: not given) */
 	bool no_cuda_graph;      /* SGLang --disable-cuda-graph / vLLM --enforce-eager */
+	bool has_cg_profile_env; /* VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set by the launch (VAR=, docker -e) */
+	bool cg_profile_env;     /* ... and not "0" */
+	bool has_use_v1;         /* VLLM_USE_V1 is set by the launch */
+	bool use_v1;             /* ... and not "0" */
 	char *config_file;       /* --config FILE (its settings are read by the caller, see launch_apply_config) */
 
 	char **unknown;          /* flags we did not recognise, as written (name only) */

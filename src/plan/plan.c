@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -85,6 +86,33 @@ double plan_dtype_bytes(const char *n)
 		if (!strcmp(n, t[i].name))
 			return t[i].bytes;
 	return -1;
+}
+
+int plan_parse_version(const char *s, int *out)
+{
+	const char *p = s;
+	if (*p == 'v' || *p == 'V')
+		p++;
+	long part[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		long v = 0;
+		int digits = 0;
+		while (isdigit((unsigned char)*p) && digits < 5)
+			v = v * 10 + (*p++ - '0'), digits++;
+		if (isdigit((unsigned char)*p))
+			return 0;
+		part[k] = v;
+		if (k == 0 && *p++ != '.')
+			return 0;
+	}
+	if (part[0] > 99 || part[1] > 999)
+		return 0;
+	while (*p == '.' || isalnum((unsigned char)*p))   /* .patch, rc1, .dev8+g... */
+		p++;
+	*out = (int)(part[0] * 1000 + part[1]);
+	return (int)(p - s);
 }
 
 static void add_note(struct plan_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -501,11 +529,21 @@ static double comm_bytes(const struct launch *l)
  * 2048 and 256. Estimated from the shapes: the layer's largest live tensors (hidden states, q/k/v,
  * the MLP or fused-MoE intermediates) or the sampler's float32 logits with their sorted copies,
  * int64 indices and probabilities (about 24 bytes an element). */
+static bool vllm_big_gpu(double gpu_bytes)
+{
+	return gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
+}
+
+/* max_num_seqs: the flag, else 1,024 on big GPUs, 256 elsewhere (see vllm_activation). */
+static double vllm_max_seqs(const struct launch *l, double gpu_bytes)
+{
+	return l->max_running ? (double)l->max_running : vllm_big_gpu(gpu_bytes) ? 1024 : 256;
+}
+
 static double vllm_activation(const struct launch *l, const struct model_config *m, double gpu_bytes, char **how)
 {
-	bool big = gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
-	double n = l->max_batched ? (double)l->max_batched : big ? 8192 : 2048;
-	double seqs = l->max_running ? (double)l->max_running : big ? 1024 : 256;
+	double n = l->max_batched ? (double)l->max_batched : vllm_big_gpu(gpu_bytes) ? 8192 : 2048;
+	double seqs = vllm_max_seqs(l, gpu_bytes);
 	if (!m || !m->hidden) {
 		*how = xstrdup("activation peak: model shapes unknown, 0.5 GiB assumed");
 		return 0.5 * PLAN_GIB;
@@ -523,6 +561,49 @@ static double vllm_activation(const struct launch *l, const struct model_config 
 	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, sampler over %.0f "
 			 "sequences %.2f GiB)", n, fwd / PLAN_GIB, fmin(seqs, n), sampler / PLAN_GIB);
 	return fmax(fwd, sampler + n * H * 2);
+}
+
+/* vLLM's capture sizes (config/compilation.py): 1, 2, 4, then by 8 below 256, then by 16 up to
+ * max_cudagraph_capture_size = min(2 × max_num_seqs, 512). Counts those up to `limit`. */
+static int vllm_capture_sizes(long cap, long limit)
+{
+	int n = 0;
+	for (long s = 1; s <= cap && s <= limit; s = s < 4 ? s * 2 : s < 8 ? 8 : s < 256 ? s + 8 : s + 16)
+		n++;
+	return n;
+}
+
+/* Since vLLM 0.21 its memory profile also counts the CUDA graphs it will capture
+ * (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default; gpu_model_runner.py
+ * profile_cudagraph_memory): it captures the largest and the smallest graph and takes the first's
+ * cost plus (graphs − 1) × the second's. Graphs: PIECEWISE at every capture size and, in the default
+ * FULL_AND_PIECEWISE mode, FULL decode graphs up to max_num_seqs; none with --enforce-eager. Those
+ * costs are the model's and the driver's, measured there; plan takes the first graph at 0.25 GiB
+ * and each other at 8 MiB, what published logs show (86 graphs: 0.73 to 1.58 GiB). Returns the
+ * bytes, 0 when vLLM does not count them, with *how set. */
+static double vllm_cudagraph(const struct plan_input *in, double seqs, char **how)
+{
+	const struct launch *l = in->launch;
+	bool env_on = l->has_cg_profile_env && l->cg_profile_env;
+	int v = in->engine_version;
+	if (l->no_cuda_graph) {
+		*how = xstrdup("no CUDA graphs (--enforce-eager)");
+		return 0;
+	}
+	if (l->has_cg_profile_env && !l->cg_profile_env) {
+		*how = xstrdup("CUDA graph memory not counted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)");
+		return 0;
+	}
+	if (v && v < 21 && !(env_on && v >= 20)) {
+		*how = xasprintf("CUDA graph memory not counted (vLLM 0.%d: counted since 0.21)", v);
+		return 0;
+	}
+	long cap = (long)fmin(2 * seqs, 512);
+	int piecewise = vllm_capture_sizes(cap, cap), full = vllm_capture_sizes(cap, (long)seqs);
+	int n = piecewise + full;
+	*how = xasprintf("CUDA graphs (estimate): %d PIECEWISE up to %ld tokens and %d FULL, 0.25 GiB + %d × 8 MiB", piecewise,
+			 cap, full, n - 1);
+	return 0.25 * PLAN_GIB + (n - 1) * 8.0 * 1048576;
 }
 
 static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
@@ -603,7 +684,13 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 		add_term(r, "activation", -r->activation, "%s", how);
 		free(how);
 		add_term(r, "comm", -r->comm, "non-torch memory (NCCL, cuBLAS workspaces) the profile sees, estimated");
-		other = r->activation + r->comm;
+		r->cudagraph = vllm_cudagraph(in, vllm_max_seqs(l, r->cuda_total), &how);
+		if (r->cudagraph)
+			add_term(r, "cudagraph", -r->cudagraph, "%s", how);
+		else
+			add_note(r, "%s", how);
+		free(how);
+		other = r->activation + r->comm + r->cudagraph;
 		if (used_by_others)
 			add_note(r, "vLLM V1 counts only its own memory, but refuses to start when less than total × "
 				    "utilization is free: other processes hold %s GiB", plan_fmt(b1, used_by_others / PLAN_GIB, 1));
@@ -933,7 +1020,16 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 			    "CUDA graphs", r->reserve / PLAN_GIB);
 	if (in->estimate_overhead && r->has_gpu_total)
 		add_note(r, "the CUDA context, communication buffers%s are estimates; `gpuwho plan --log` compares with "
-			    "what an engine printed", l->engine == LAUNCH_VLLM ? " and the activation peak" : "");
+			    "what an engine printed", l->engine == LAUNCH_VLLM ? ", the activation peak and CUDA graphs" : "");
+	if (in->engine_version)
+		add_note(r, "modelled as %s %d.%d", launch_engine_name(l->engine), in->engine_version / 1000,
+			 in->engine_version % 1000);
+	/* vLLM's V1 engine became the default in 0.8 (VLLM_USE_V1=1 chose it before, =0 kept V0 until
+	 * 0.11 removed it). V0 profiled differently (worker/worker.py determine_num_available_blocks). */
+	if (l->engine == LAUNCH_VLLM && in->engine_version && in->engine_version < 11 &&
+	    (l->has_use_v1 ? !l->use_v1 : in->engine_version < 8))
+		add_note(r, "vLLM 0.%d runs its V0 engine here (V1 is the default from 0.8, VLLM_USE_V1=1 before): plan "
+			    "models V1's memory profile, V0's differs", in->engine_version % 1000);
 	if (!in->has_gpu_used && in->estimate_overhead && r->has_gpu_total)
 		add_note(r, "memory held by other processes on these GPUs is unknown (no live NVML): assumed none");
 	if (l->speculative && !(in->model && in->model->nextn_layers))

@@ -37,6 +37,8 @@ struct plan_input {
 	double gpu_used_bytes;             /* memory other processes hold on the fullest GPU (live NVML), 0 if none */
 	bool has_gpu_used;                 /* false: unknown, assumed none */
 	long avg_tokens;                   /* tokens per request, for concurrency */
+	int engine_version;                /* the engine's release as major × 1000 + minor (vLLM 0.21 → 21);
+					    * 0: unknown, plan models the current release */
 	int host_gpus;                     /* GPUs on this host; -1: unknown */
 	const char *cuda_visible;          /* CUDA_VISIBLE_DEVICES, or NULL when unset */
 };
@@ -95,6 +97,7 @@ struct plan_result {
 	double context;          /* CUDA context (+ for SGLang: communication buffers) before the engine measures */
 	double comm;             /* NCCL / custom all-reduce buffers */
 	double activation;       /* vLLM: the profiled activation peak, estimated */
+	double cudagraph;        /* vLLM ≥ 0.21: the CUDA graphs' memory its profile estimates, estimated */
 	double replicated;       /* weights every rank holds in full (MLA q/kv-a projections, routers, vision tower) */
 	bool weights_estimated;  /* weights per rank from the model's shapes (else total / (tp × pp)) */
 	bool kv_fixed;           /* vLLM --kv-cache-memory: the pool is given, not derived */
@@ -167,5 +170,10 @@ struct plan_facts {
 	char **notes;   /* gathered by cmd_plan (model lookup, environ) */
 	size_t nnotes;
 };
+
+/* Reads a release number as engines print it ("0.21", "0.21.0", "v0.7.2", "0.11.0rc1") into
+ * major × 1000 + minor. Returns the length read (> 0), or 0 when s does not start with one or the
+ * parts are out of range (major 0..99, minor 0..999). Pure. */
+int plan_parse_version(const char *s, int *out);
 
 #endif

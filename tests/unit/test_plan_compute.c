@@ -350,6 +350,8 @@ static void meminfo_parses_kb_and_needs_memtotal(void **state)
 }
 
 /* The engines' own accounting (issue 14): the overhead modelled, not given. */
+static int run_version;   /* --engine-version for the next run_model, 0: current */
+
 static void run_model(struct setup *s, const char *model, double gpu_bytes, double weights_bytes, int argc, char **argv)
 {
 	memset(s, 0, sizeof *s);
@@ -360,7 +362,7 @@ static void run_model(struct setup *s, const char *model, double gpu_bytes, doub
 	struct plan_input in = {
 		.launch = &s->l, .model = model ? &s->m : NULL, .has_weights = weights_bytes > 0, .weights_bytes = weights_bytes,
 		.has_gpu_total = gpu_bytes > 0, .gpu_total_bytes = gpu_bytes, .has_host_avail = true, .host_avail_bytes = 2e12,
-		.estimate_overhead = true, .avg_tokens = 4000, .host_gpus = 8,
+		.estimate_overhead = true, .avg_tokens = 4000, .host_gpus = 8, .engine_version = run_version,
 	};
 	char *err = NULL;
 	if (plan_compute(&in, &s->r, &err))
@@ -489,6 +491,64 @@ static void sglang_default_fraction_follows_its_formula(void **state)
 	done(&s);
 }
 
+/* vLLM 0.21+ keeps its CUDA graphs' memory out of the pool: the first graph 0.25 GiB, each other
+ * 8 MiB. Graphs: PIECEWISE at 1, 2, 4, 8..248 by 8, 256.. by 16 up to min(2 × max_num_seqs, 512),
+ * FULL up to max_num_seqs. */
+static void vllm_counts_cuda_graphs_since_0_21(void **state)
+{
+	(void)state;
+	struct setup s;
+	/* H200: 1,024 sequences: 51 + 51 graphs. */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cudagraph == 0.25 * GIB + 101 * 8 * MIB);
+	double pool = s.r.kv_pool;
+	done(&s);
+	/* 32 sequences: PIECEWISE up to 64 (1, 2, 4, 8 .. 64: 11), FULL up to 32 (7). */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8", "--max-num-seqs", "32");
+	assert_true(s.r.cudagraph == 0.25 * GIB + 17 * 8 * MIB);
+	done(&s);
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8", "--enforce-eager");
+	assert_true(s.r.cudagraph == 0);
+	done(&s);
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0", "vllm", "serve", "m",
+	     "-tp", "8");
+	assert_true(s.r.cudagraph == 0);
+	assert_true(fabs(s.r.kv_pool - pool - (0.25 * GIB + 101 * 8 * MIB)) < 1);   /* the pool gets it back */
+	done(&s);
+	run_version = 10;   /* vLLM 0.10: not counted */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cudagraph == 0);
+	done(&s);
+	run_version = 20;   /* 0.20 counted them only when asked */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", "vllm", "serve", "m",
+	     "-tp", "8");
+	assert_true(s.r.cudagraph > 0);
+	done(&s);
+	run_version = 0;
+}
+
+static void engine_versions_read_as_engines_print_them(void **state)
+{
+	(void)state;
+	int v = -1;
+	assert_int_equal(plan_parse_version("0.21", &v), 4);
+	assert_int_equal(v, 21);
+	assert_int_equal(plan_parse_version("v0.7.2 rest", &v), 6);
+	assert_int_equal(v, 7);
+	assert_true(plan_parse_version("0.19.2rc1.dev8+g4b7f5ea1a", &v) > 0);
+	assert_int_equal(v, 19);
+	assert_int_equal(plan_parse_version("1.0", &v), 3);
+	assert_int_equal(v, 1000);
+	v = -1;
+	assert_int_equal(plan_parse_version("", &v), 0);
+	assert_int_equal(plan_parse_version("0", &v), 0);
+	assert_int_equal(plan_parse_version(".5", &v), 0);
+	assert_int_equal(plan_parse_version("100.1", &v), 0);
+	assert_int_equal(plan_parse_version("0.1000", &v), 0);
+	assert_int_equal(plan_parse_version("0.99999999999999999999", &v), 0);
+	assert_int_equal(v, -1);
+}
+
 /* KV dtypes: nvfp4 (0.5 + 1/16 bytes), fp8_ds_mla (656 bytes a layer), DeepSeek-V3.2's indexer. */
 static void kv_dtypes_of_issue_14(void **state)
 {
@@ -524,6 +584,8 @@ int main(void)
 		cmocka_unit_test(vllm_refuses_what_one_request_cannot_fill),
 		cmocka_unit_test(sglang_default_fraction_follows_its_formula),
 		cmocka_unit_test(kv_dtypes_of_issue_14),
+		cmocka_unit_test(vllm_counts_cuda_graphs_since_0_21),
+		cmocka_unit_test(engine_versions_read_as_engines_print_them),
 		cmocka_unit_test(cuda_visible_devices_limits_and_names_the_gpus),
 		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
 		cmocka_unit_test(absurd_parallel_sizes_neither_overflow_nor_divide_by_zero),

@@ -109,12 +109,41 @@ static void comparison_names_the_largest_term(void **state)
 	log_compare_free(&c);
 }
 
+/* vLLM 0.21+: the profiled CUDA graphs, the switch that turns them off, and the release banner. */
+static void vllm_cuda_graph_and_version_lines(void **state)
+{
+	(void)state;
+	struct engine_log lg;
+	char *err = NULL;
+	const char *t = "(APIServer pid=1) INFO 07-05 08:55:01 [api_server.py:1] vLLM API server version 0.21.1\n"
+			"(Worker_TP0 pid=79) INFO [gpu_model_runner.py:6654] Estimated CUDA graph memory: 1.58 GiB total\n"
+			"(Worker_TP1 pid=80) INFO [gpu_model_runner.py:6654] Estimated CUDA graph memory: 9.99 GiB total\n"
+			"(Worker_TP0 pid=79) INFO [gpu_worker.py:466] Available KV cache memory: 20.36 GiB\n"
+			"(EngineCore pid=58) INFO [kv_cache_utils.py:1733] GPU KV cache size: 3,076,565 tokens\n";
+	assert_int_equal(engine_log_parse(t, strlen(t), &lg, &err), 0);
+	assert_true(lg.has_cudagraph);
+	assert_true(fabs(lg.cudagraph - 1.58 * GIB) < 1e6);   /* rank 0's, the first */
+	assert_int_equal(lg.version, 21);
+	assert_false(lg.cudagraph_off);
+	const char *off = "WARNING [gpu_worker.py:498] CUDA graph memory profiling is disabled "
+			  "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, ...\n"
+			  "INFO GPU KV cache size: 100 tokens\n";
+	assert_int_equal(engine_log_parse(off, strlen(off), &lg, &err), 0);
+	assert_true(lg.cudagraph_off);
+	assert_int_equal(lg.version, 0);
+	const char *v0 = "INFO 01-13 11:35:20 llm_engine.py:234] Initializing a V0 LLM engine (v0.6.6.post1) with config\n"
+			 "INFO # GPU blocks: 5691, # CPU blocks: 2048\n";
+	assert_int_equal(engine_log_parse(v0, strlen(v0), &lg, &err), 0);
+	assert_int_equal(lg.version, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sglang_lines),
 		cmocka_unit_test(vllm_lines_v1_v0_and_refusals),
 		cmocka_unit_test(hostile_input_fails_with_a_message),
+		cmocka_unit_test(vllm_cuda_graph_and_version_lines),
 		cmocka_unit_test(comparison_names_the_largest_term),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
