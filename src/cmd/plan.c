@@ -457,8 +457,10 @@ int cmd_plan(int argc, char **argv)
 		/* CUDA's total is NVML's less the driver's reserve; memory in use now is gone for the
 		 * launch too (except, with --pid, the server's own). */
 		in.has_gpu_total = true;
-		in.gpu_total_bytes = live - reserved;
-		f.gpu_source = reserved > 0 ? "NVML, less the driver's reserve" : "NVML";
+		in.gpu_total_bytes = live;
+		in.has_driver_reserve = reserved > 0;
+		in.driver_reserve_bytes = reserved;
+		f.gpu_source = "NVML";
 		if (!o.pid) {
 			in.has_gpu_used = true;
 			in.gpu_used_bytes = used;

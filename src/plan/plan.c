@@ -93,25 +93,30 @@ int plan_parse_version(const char *s, int *out)
 	const char *p = s;
 	if (*p == 'v' || *p == 'V')
 		p++;
-	long part[2] = {0, 0};
-	for (int k = 0; k < 2; k++) {
-		if (!isdigit((unsigned char)*p))
+	long part[3] = {0, 0, 0};
+	for (int k = 0; k < 3; k++) {
+		if (!isdigit((unsigned char)*p)) {
+			if (k == 2)
+				break;   /* no patch: 0 */
 			return 0;
+		}
 		long v = 0;
 		int digits = 0;
-		while (isdigit((unsigned char)*p) && digits < 5)
+		while (isdigit((unsigned char)*p) && digits < 4)
 			v = v * 10 + (*p++ - '0'), digits++;
-		if (isdigit((unsigned char)*p))
+		if (isdigit((unsigned char)*p) || v > (k == 0 ? 99 : 999))
 			return 0;
 		part[k] = v;
-		if (k == 0 && *p++ != '.')
+		if (k < 2 && *p == '.' && isdigit((unsigned char)p[1]))
+			p++;
+		else if (k == 0)
 			return 0;
+		else
+			break;
 	}
-	if (part[0] > 99 || part[1] > 999)
-		return 0;
-	while (*p == '.' || isalnum((unsigned char)*p))   /* .patch, rc1, .dev8+g... */
+	while (*p == '.' || *p == '+' || isalnum((unsigned char)*p))   /* rc1, .post1, .dev8+g4b7f5ea */
 		p++;
-	*out = (int)(part[0] * 1000 + part[1]);
+	*out = (int)(part[0] * 1000000 + part[1] * 1000 + part[2]);
 	return (int)(p - s);
 }
 
@@ -509,41 +514,101 @@ static void plan_weights(const struct plan_input *in, struct plan_result *r)
 			 qm, b_exp);
 }
 
+/* What the driver keeps back of a GPU's memory, which CUDA (and so both engines) never sees: NVML's
+ * memory.reserved when plan reads the GPU live, else this estimate. Measured: 616 MiB on an H200
+ * with driver 580 (tests/gpu/cuda_total.cu: CUDA's total 143,156 MiB against nvidia-smi's 143,771);
+ * as engine logs print CUDA's total, about 440 MiB on an H100 80GB (79.22 GiB of 81,559 MiB), 512 on
+ * an A100 40GB (39.50 GiB) and 420 on an RTX 4090 (23.58 GiB). */
+#define DRIVER_RESERVE_BYTES (0.5 * PLAN_GIB)
+
 /* The CUDA context and the communication buffers a rank holds before SGLang measures its memory
- * (model_runner.py init_torch_distributed: "Init torch distributed ends. mem usage"): about 0.9 GiB
- * of context (an SGLang TP-1 log: 94.69 GB free of 95.59 GiB at "Load weight begin") and, across
- * ranks, NCCL plus custom all-reduce buffers growing with the group (TP 8 on H200: 1.8–2.0 GB). */
-#define CONTEXT_BYTES (0.9 * PLAN_GIB)
-static double comm_bytes(const struct launch *l)
+ * (model_runner.py init_torch_distributed: "Init torch distributed ends. mem usage"): about 0.4 GiB
+ * of context (an SGLang TP-1 log: 94.69 GB free at "Load weight begin" of an RTX PRO 6000 that
+ * nvidia-smi shows as 95.59 GiB, less the driver's reserve; the TP-8 H200 log of sglang#11716 leaves
+ * 0.5 of its 140.40 GiB after the measured 0.60 reserve and 1.96 GB of buffers) and, across ranks,
+ * NCCL plus custom all-reduce buffers growing with the group (TP 8 on H200: 1.8–2.0 GB). */
+#define CONTEXT_BYTES (0.4 * PLAN_GIB)
+/* A release is before `at` (both as plan_parse_version encodes them); an unknown release (0) is
+ * the current one, after everything. */
+static bool before(int version, int at)
 {
-	long long world = (long long)l->tp * l->pp;
-	if (l->engine == LAUNCH_VLLM)
-		return world > 1 ? 0.5 * PLAN_GIB : 0.15 * PLAN_GIB;   /* non-torch memory vLLM's profile adds */
-	return world > 1 ? fmin(2.0, 0.25 * (double)world) * PLAN_GIB : 0;
+	return version && version < at;
 }
 
-/* vLLM's profile run (v1/worker/gpu_model_runner.py profile_run) pushes max_num_batched_tokens
- * through the model, then max_num_seqs rows of logits through the sampler (_dummy_sampler_run);
- * the torch peak above the weights is kept out of the pool. Defaults (engine/arg_utils.py, for
- * `vllm serve`): 8192 tokens and 1024 sequences on GPUs of 70 GiB or more other than A100, else
- * 2048 and 256. Estimated from the shapes: the layer's largest live tensors (hidden states, q/k/v,
- * the MLP or fused-MoE intermediates) or the sampler's float32 logits with their sorted copies,
- * int64 indices and probabilities (about 24 bytes an element). */
+/* Communication buffers (NCCL, custom all-reduce) a rank holds once tp × pp > 1: about 2 GiB on
+ * data-center GPUs whatever the group's size (SGLang's "Init torch distributed ends. mem usage":
+ * 1.77–2.01 GB at TP 8 on H200, sglang#11716; vLLM's non-torch memory measured before its baseline
+ * moved: 2.04 GiB at TP 4 on H200, PR 21429, and 1.79 GiB more at TP 2 than at TP 1 on H100, PR
+ * 10511), 0.25 GiB on consumer cards over PCIe (0.25 GiB of non-torch memory in all at TP 2 on
+ * RTX 4090s, vllm#13061). plan takes GPUs of 70 GiB or more as the first kind. */
+static double nccl_bytes(const struct launch *l, double gpu_bytes)
+{
+	if ((long long)l->tp * l->pp <= 1)
+		return 0;
+	return (gpu_bytes >= 70 * PLAN_GIB ? 2.0 : 0.25) * PLAN_GIB;
+}
+
+/* SGLang: the buffers above, which it measures before sizing the pool. vLLM: the non-torch memory
+ * its profile keeps out of the pool, which depends on where the release takes its baseline
+ * (gpu_worker.py init_device / determine_available_memory):
+ *   - before 0.9.2 (PR 19312) V1 counted everything on the device that torch did not allocate, the
+ *     CUDA context included;
+ *   - before 0.11 (PR 25359) the baseline was taken before NCCL started, so its buffers count;
+ *   - since, only what grows during the profile: cuBLAS workspaces and the like, 0.15 GiB, 0.5 GiB
+ *     with TP > 1. */
+static double comm_bytes(const struct plan_input *in)
+{
+	const struct launch *l = in->launch;
+	int v = in->engine_version;
+	if (l->engine != LAUNCH_VLLM)
+		return nccl_bytes(l, in->gpu_total_bytes);
+	double b = 0.15 * PLAN_GIB;
+	if (before(v, 11000))
+		b += nccl_bytes(l, in->gpu_total_bytes);
+	else if ((long long)l->tp * l->pp > 1)
+		b = 0.5 * PLAN_GIB;
+	if (before(v, 9002))
+		b += CONTEXT_BYTES;
+	return b;
+}
+
 static bool vllm_big_gpu(double gpu_bytes)
 {
 	return gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
 }
 
-/* max_num_seqs: the flag, else 1,024 on big GPUs, 256 elsewhere (see vllm_activation). */
-static double vllm_max_seqs(const struct launch *l, double gpu_bytes)
+/* max_num_seqs: the flag, else (engine/arg_utils.py) 1,024 on GPUs of 70 GiB or more other than an
+ * A100, 256 elsewhere; V1 in 0.7 took 1,024 everywhere. */
+static double vllm_max_seqs(const struct plan_input *in, double gpu_bytes)
 {
-	return l->max_running ? (double)l->max_running : vllm_big_gpu(gpu_bytes) ? 1024 : 256;
+	const struct launch *l = in->launch;
+	if (l->max_running)
+		return (double)l->max_running;
+	return vllm_big_gpu(gpu_bytes) || before(in->engine_version, 8000) ? 1024 : 256;
 }
 
-static double vllm_activation(const struct launch *l, const struct model_config *m, double gpu_bytes, char **how)
+/* vLLM's profile run (v1/worker/gpu_model_runner.py profile_run) pushes max_num_batched_tokens
+ * through the model and then, since 0.8 (PR 13594), max_num_seqs rows of logits through the sampler
+ * (_dummy_sampler_run, with top-k and top-p set); the torch peak above the weights is kept out of the
+ * pool. Defaults (engine/arg_utils.py, for `vllm serve`): 8,192 tokens and 1,024 sequences on GPUs
+ * of 70 GiB or more other than A100, else 2,048 and 256. Estimated from the shapes: the forward's
+ * largest live tensors (hidden states, q/k/v, the MLP or fused-MoE intermediates), or the sampler's
+ * bytes per logit (row × vocabulary):
+ *   - 0.7 ran no sampler: compute_logits in the model's dtype over every token of the dummy batch
+ *     (0.7.0, 0.7.1) or one row a request (0.7.2 on): 2 bytes;
+ *   - 0.8 to 0.16 sorted them (topk_topp_sampler.py apply_top_k_top_p_pytorch): bf16 logits 2 and
+ *     their TP gather 2, the float32 copy 4, sorted values 4, int64 indices 8, the radix sort's
+ *     double buffers 12, softmax 4, two masks 2 = 38 (PR 21429 measured 5.62 GiB for 1,024 rows of
+ *     151,936: 38 × 155.6 M = 5.51 GiB);
+ *   - Triton's top-k/top-p without a sort (PR 33538, February 2026, taken as 0.17): bf16 and float32
+ *     logits, probabilities and the exponential draw = 14. */
+static double vllm_activation(const struct plan_input *in, double gpu_bytes, char **how)
 {
+	const struct launch *l = in->launch;
+	const struct model_config *m = in->model;
+	int v = in->engine_version;
 	double n = l->max_batched ? (double)l->max_batched : vllm_big_gpu(gpu_bytes) ? 8192 : 2048;
-	double seqs = vllm_max_seqs(l, gpu_bytes);
+	double seqs = vllm_max_seqs(in, gpu_bytes);
 	if (!m || !m->hidden) {
 		*how = xstrdup("activation peak: model shapes unknown, 0.5 GiB assumed");
 		return 0.5 * PLAN_GIB;
@@ -557,9 +622,18 @@ static double vllm_activation(const struct launch *l, const struct model_config 
 		mlp = fmax(mlp * (m->first_dense ? 1 : 0),
 			   n * (m->experts_per_tok ? m->experts_per_tok : 8) * (3 * (m->moe_intermediate ? m->moe_intermediate : H) / tp + H) * 2);
 	double fwd = hidden + fmax(qkv, mlp);
-	double sampler = fmin(seqs, n) * V * 24;
-	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, sampler over %.0f "
-			 "sequences %.2f GiB)", n, fwd / PLAN_GIB, fmin(seqs, n), sampler / PLAN_GIB);
+	double rows = fmin(seqs, n), per = 14;
+	const char *what = "sampler over";
+	if (before(v, 8000)) {
+		per = 2, what = "logits of";
+		if (before(v, 7002))
+			rows = n;
+	} else if (before(v, 17000)) {
+		per = 38;
+	}
+	double sampler = rows * V * per;
+	*how = xasprintf("activation peak (estimate): max(forward of %.0f tokens %.2f GiB, %s %.0f rows %.2f GiB)", n,
+			 fwd / PLAN_GIB, what, rows, sampler / PLAN_GIB);
 	return fmax(fwd, sampler + n * H * 2);
 }
 
@@ -594,8 +668,8 @@ static double vllm_cudagraph(const struct plan_input *in, double seqs, char **ho
 		*how = xstrdup("CUDA graph memory not counted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)");
 		return 0;
 	}
-	if (v && v < 21 && !(env_on && v >= 20)) {
-		*how = xasprintf("CUDA graph memory not counted (vLLM 0.%d: counted since 0.21)", v);
+	if (before(v, 21000) && !(env_on && !before(v, 15000))) {   /* opt-in from PR 30515, taken as 0.15 */
+		*how = xasprintf("CUDA graph memory not counted (vLLM %d.%d: counted since 0.21)", v / 1000000, v / 1000 % 1000);
 		return 0;
 	}
 	long cap = (long)fmin(2 * seqs, 512);
@@ -636,13 +710,18 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	}
 	r->has_gpu_total = true;
 	r->gpu_total = in->gpu_total_bytes;
-	r->cuda_total = in->gpu_total_bytes;
-	add_term(r, "cuda_total", r->cuda_total, "GPU total as CUDA reports it (torch.cuda.mem_get_info)");
+	/* --overhead replaces every estimate with one number, this one too. */
+	double driver = in->has_driver_reserve ? in->driver_reserve_bytes : in->estimate_overhead ? DRIVER_RESERVE_BYTES : 0;
+	r->cuda_total = r->gpu_total - driver;
+	add_term(r, "gpu_total", r->gpu_total, "GPU total as NVML and nvidia-smi show it");
+	if (driver)
+		add_term(r, "driver_reserve", -driver, "the driver's reserve, which CUDA never sees (NVML memory.reserved%s)",
+			 in->has_driver_reserve ? "" : "; estimated");
 	double used_by_others = in->has_gpu_used ? in->gpu_used_bytes : 0;
 	if (in->estimate_overhead) {
 		/* vLLM measures from a baseline taken after its CUDA context: only SGLang loses it. */
 		r->context = sg ? CONTEXT_BYTES : 0;
-		r->comm = comm_bytes(l);
+		r->comm = comm_bytes(in);
 	}
 	/* SGLang: total_gpu_memory = free memory after the context and NCCL start, the minimum across
 	 * ranks (model_runner.py init_torch_distributed); the pool is what is free after loading minus
@@ -680,11 +759,11 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 		other = 0;
 	} else {
 		char *how = NULL;
-		r->activation = vllm_activation(l, in->model, r->cuda_total, &how);
+		r->activation = vllm_activation(in, r->gpu_total, &how);
 		add_term(r, "activation", -r->activation, "%s", how);
 		free(how);
 		add_term(r, "comm", -r->comm, "non-torch memory (NCCL, cuBLAS workspaces) the profile sees, estimated");
-		r->cudagraph = vllm_cudagraph(in, vllm_max_seqs(l, r->cuda_total), &how);
+		r->cudagraph = vllm_cudagraph(in, vllm_max_seqs(in, r->gpu_total), &how);
 		if (r->cudagraph)
 			add_term(r, "cudagraph", -r->cudagraph, "%s", how);
 		else
@@ -1022,14 +1101,14 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 		add_note(r, "the CUDA context, communication buffers%s are estimates; `gpuwho plan --log` compares with "
 			    "what an engine printed", l->engine == LAUNCH_VLLM ? ", the activation peak and CUDA graphs" : "");
 	if (in->engine_version)
-		add_note(r, "modelled as %s %d.%d", launch_engine_name(l->engine), in->engine_version / 1000,
-			 in->engine_version % 1000);
+		add_note(r, "modelled as %s %d.%d.%d", launch_engine_name(l->engine), in->engine_version / 1000000,
+			 in->engine_version / 1000 % 1000, in->engine_version % 1000);
 	/* vLLM's V1 engine became the default in 0.8 (VLLM_USE_V1=1 chose it before, =0 kept V0 until
 	 * 0.11 removed it). V0 profiled differently (worker/worker.py determine_num_available_blocks). */
-	if (l->engine == LAUNCH_VLLM && in->engine_version && in->engine_version < 11 &&
-	    (l->has_use_v1 ? !l->use_v1 : in->engine_version < 8))
+	if (l->engine == LAUNCH_VLLM && in->engine_version && in->engine_version < 11000 &&
+	    (l->has_use_v1 ? !l->use_v1 : in->engine_version < 8000))
 		add_note(r, "vLLM 0.%d runs its V0 engine here (V1 is the default from 0.8, VLLM_USE_V1=1 before): plan "
-			    "models V1's memory profile, V0's differs", in->engine_version % 1000);
+			    "models V1's memory profile, V0's differs", in->engine_version / 1000 % 1000);
 	if (!in->has_gpu_used && in->estimate_overhead && r->has_gpu_total)
 		add_note(r, "memory held by other processes on these GPUs is unknown (no live NVML): assumed none");
 	if (l->speculative && !(in->model && in->model->nextn_layers))

@@ -28,7 +28,10 @@ struct plan_input {
 	bool has_weights;
 	double weights_bytes;              /* the whole checkpoint, all shards */
 	bool has_gpu_total;
-	double gpu_total_bytes;            /* one GPU's total memory */
+	double gpu_total_bytes;            /* one GPU's total memory as NVML and nvidia-smi show it */
+	bool has_driver_reserve;           /* false: estimated (DRIVER_RESERVE_BYTES) */
+	double driver_reserve_bytes;       /* what the driver keeps back of it (NVML memory.reserved);
+					    * CUDA's total is the difference */
 	bool has_host_avail;
 	double host_avail_bytes;           /* MemAvailable, or --host-mem */
 	double overhead_bytes;             /* per GPU besides weights and KV, when given (--overhead) */
@@ -37,8 +40,8 @@ struct plan_input {
 	double gpu_used_bytes;             /* memory other processes hold on the fullest GPU (live NVML), 0 if none */
 	bool has_gpu_used;                 /* false: unknown, assumed none */
 	long avg_tokens;                   /* tokens per request, for concurrency */
-	int engine_version;                /* the engine's release as major × 1000 + minor (vLLM 0.21 → 21);
-					    * 0: unknown, plan models the current release */
+	int engine_version;                /* the engine's release as plan_parse_version encodes it (vLLM
+					    * 0.21 → 21000); 0: unknown, plan models the current release */
 	int host_gpus;                     /* GPUs on this host; -1: unknown */
 	const char *cuda_visible;          /* CUDA_VISIBLE_DEVICES, or NULL when unset */
 };
@@ -171,9 +174,10 @@ struct plan_facts {
 	size_t nnotes;
 };
 
-/* Reads a release number as engines print it ("0.21", "0.21.0", "v0.7.2", "0.11.0rc1") into
- * major × 1000 + minor. Returns the length read (> 0), or 0 when s does not start with one or the
- * parts are out of range (major 0..99, minor 0..999). Pure. */
+/* Reads a release number as engines print it ("0.21", "0.21.0", "v0.7.2", "0.5.8.post1",
+ * "0.11.0rc1") into major × 1,000,000 + minor × 1,000 + patch (0.5.8 → 5008; a missing patch is 0).
+ * Returns the length read (> 0), or 0 when s does not start with major.minor or a part is out of
+ * range (major 0..99, minor and patch 0..999). Pure. */
 int plan_parse_version(const char *s, int *out);
 
 #endif

@@ -100,13 +100,19 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 	if (r->nterms > 1 && r->has_kv_pool) {
 		/* In the order the engine counts: the GPU, what is gone before it measures, the fraction's
 		 * reserve, the weights, then what the profile adds. */
-		static const char *const order[] = {"cuda_total", "others", "context", "comm", "reserve", "weights",
-						    "replicated", "activation", "overhead", "kv_cache_memory"};
+		static const char *const order[] = {"gpu_total", "driver_reserve", "others", "context", "comm", "reserve",
+						    "weights", "replicated", "activation", "cudagraph", "overhead", "kv_cache_memory"};
+		size_t nk = sizeof order / sizeof order[0];
 		put_line(f, o, 2, "the account, GiB per GPU:");
-		for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
-			for (int i = 0; i < r->nterms; i++)
-				if (!strcmp(r->terms[i].key, order[k]))
+		/* The known terms in that order, then any other (a term is never left out of the sum). */
+		for (size_t k = 0; k <= nk; k++)
+			for (int i = 0; i < r->nterms; i++) {
+				size_t at = 0;
+				while (at < nk && strcmp(r->terms[i].key, order[at]))
+					at++;
+				if (at == k)
 					put_line(f, o, 4, "%+8.2f  %s", r->terms[i].bytes / PLAN_GIB, r->terms[i].how);
+			}
 		put_line(f, o, 4, "%8.2f  = the KV pool", r->kv_pool / PLAN_GIB);
 	}
 

@@ -80,7 +80,8 @@ test_live_nvml_reserve_and_memory_in_use() {
 		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- \
 		python3 -m sglang.launch_server --model-path m --mem-fraction-static 0.8); rc=$?
 	[ "$rc" -le 1 ] || fail "exit $rc: $out"
-	expect_jq "$out" '.gpu_memory.total_source == "NVML, less the driver'"'"'s reserve" and .gpu_memory.total_bytes == 85362475008'
+	expect_jq "$out" '.gpu_memory.total_source == "NVML" and .gpu_memory.total_bytes == 85899345920'
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "driver_reserve" and .bytes == -536870912)] | length == 1'
 	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "others")] | length == 1'
 	out=$(FAKE_NVML_SCENARIO="$TMP/nv.scn" "$GPUWHO" plan --json --nvml "$TESTBIN/fake_nvml.so" --host-mem 1TB \
 		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- vllm serve m); rc=$?

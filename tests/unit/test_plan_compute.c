@@ -515,11 +515,11 @@ static void vllm_counts_cuda_graphs_since_0_21(void **state)
 	assert_true(s.r.cudagraph == 0);
 	assert_true(fabs(s.r.kv_pool - pool - (0.25 * GIB + 101 * 8 * MIB)) < 1);   /* the pool gets it back */
 	done(&s);
-	run_version = 10;   /* vLLM 0.10: not counted */
+	run_version = 10000;   /* vLLM 0.10: not counted */
 	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
 	assert_true(s.r.cudagraph == 0);
 	done(&s);
-	run_version = 20;   /* 0.20 counted them only when asked */
+	run_version = 20000;   /* 0.20 counted them only when asked */
 	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", "vllm", "serve", "m",
 	     "-tp", "8");
 	assert_true(s.r.cudagraph > 0);
@@ -532,19 +532,24 @@ static void engine_versions_read_as_engines_print_them(void **state)
 	(void)state;
 	int v = -1;
 	assert_int_equal(plan_parse_version("0.21", &v), 4);
-	assert_int_equal(v, 21);
+	assert_int_equal(v, 21000);
 	assert_int_equal(plan_parse_version("v0.7.2 rest", &v), 6);
-	assert_int_equal(v, 7);
+	assert_int_equal(v, 7002);
+	assert_int_equal(plan_parse_version("0.5.8.post1", &v), 11);
+	assert_int_equal(v, 5008);
 	assert_true(plan_parse_version("0.19.2rc1.dev8+g4b7f5ea1a", &v) > 0);
-	assert_int_equal(v, 19);
+	assert_int_equal(v, 19002);
 	assert_int_equal(plan_parse_version("1.0", &v), 3);
-	assert_int_equal(v, 1000);
+	assert_int_equal(v, 1000000);
+	assert_int_equal(plan_parse_version("0.11.", &v), 5);   /* a trailing dot is not a patch */
+	assert_int_equal(v, 11000);
 	v = -1;
 	assert_int_equal(plan_parse_version("", &v), 0);
 	assert_int_equal(plan_parse_version("0", &v), 0);
 	assert_int_equal(plan_parse_version(".5", &v), 0);
 	assert_int_equal(plan_parse_version("100.1", &v), 0);
 	assert_int_equal(plan_parse_version("0.1000", &v), 0);
+	assert_int_equal(plan_parse_version("0.1.1000", &v), 0);
 	assert_int_equal(plan_parse_version("0.99999999999999999999", &v), 0);
 	assert_int_equal(v, -1);
 }
