@@ -34,6 +34,11 @@ struct engine_log {
 	double non_torch;            /* vLLM "non_torch_memory takes" (V0) */
 	bool has_total;
 	double total;                /* vLLM "total_gpu_memory (X GiB)" */
+	bool has_swa_tokens;
+	uint64_t swa_tokens;         /* SGLang "Use sliding window memory pool. ... swa_layer_tokens=N" */
+	bool has_concurrency;
+	double concurrency;          /* vLLM "Maximum concurrency for L tokens per request: Cx" */
+	double concurrency_len;      /* its L */
 	bool refused;                /* vLLM refused to start: one max_model_len request does not fit */
 	int lines;                   /* lines that matched */
 };
@@ -52,7 +57,7 @@ struct log_row {
 };
 
 struct log_compare {
-	struct log_row rows[10];
+	struct log_row rows[12];
 	int nrows;
 	bool has_error;
 	double error;          /* the token count's relative error */
