@@ -83,6 +83,27 @@ static void parse_line(const char *s, struct engine_log *lg, bool *sg, bool *vl)
 			set_once(&lg->has_kv_bytes, &lg->kv_bytes, v * GIB);
 		lg->lines++;
 	}
+	/* SGLang's SWA pool prints its full pool's tokens (the scheduler's max_total_num_tokens) here;
+	 * its first "KV Cache is allocated" line is the SWA pool's. */
+	if (num_after(s, "full_layer_tokens=", &v)) {
+		*sg = true;
+		lg->tokens = (uint64_t)v;
+		lg->has_tokens = true;
+		if (num_after(s, "swa_layer_tokens=", &w) && !lg->has_swa_tokens) {
+			lg->swa_tokens = (uint64_t)w;
+			lg->has_swa_tokens = true;
+		}
+		lg->lines++;
+	}
+	if (num_after(s, "Maximum concurrency for", &v) && num_after(s, "tokens per request:", &w)) {
+		*vl = true;
+		if (!lg->has_concurrency) {
+			lg->concurrency_len = v;
+			lg->concurrency = w;
+			lg->has_concurrency = true;
+		}
+		lg->lines++;
+	}
 	if (num_after(s, "max_total_num_tokens=", &v)) {
 		*sg = true;
 		if (!lg->has_tokens) {
@@ -245,12 +266,29 @@ static void fill(struct log_row *w, bool hp, double p, bool hl, double l)
 void engine_log_compare(const struct engine_log *lg, const struct plan_result *r, struct log_compare *c)
 {
 	memset(c, 0, sizeof *c);
-	fill(row(c, "tokens", "KV tokens per rank"), r->has_tokens, (double)r->tokens, lg->has_tokens, (double)lg->tokens);
+	/* vLLM's hybrid pool: after 0.19 its "GPU KV cache size" is max concurrency × max_model_len
+	 * (it then equals the printed concurrency line's product); before, blocks // groups × block. */
+	double predicted = (double)r->tokens;
+	const char *what = "KV tokens per rank";
+	if (r->pool_kind == PLAN_POOL_VLLM_HYBRID && lg->has_concurrency && lg->has_tokens && r->hy_capacity &&
+	    fabs((double)lg->tokens - lg->concurrency * lg->concurrency_len) <= 0.006 * lg->concurrency_len + 1) {
+		predicted = (double)r->hy_capacity;
+		what = "KV tokens per rank (max concurrency × max_model_len)";
+	} else if (r->pool_kind == PLAN_POOL_SGLANG_SWA) {
+		what = "KV tokens per rank (full-attention pool)";
+	}
+	fill(row(c, "tokens", what), r->has_tokens, predicted, lg->has_tokens, (double)lg->tokens);
 	/* A log that prints only the token count still states the pool: tokens × bytes a token. */
 	bool derived = !lg->has_kv_bytes && lg->has_tokens && r->has_cell;
 	fill(row(c, "kv_pool", derived ? "KV pool (from the tokens)" : "KV pool per GPU"), r->has_kv_pool,
 	     r->kv_pool, lg->has_kv_bytes || derived, lg->has_kv_bytes ? lg->kv_bytes : (double)lg->tokens * r->cell_bytes);
 	fill(row(c, "weights", "weights per GPU"), r->has_weights, r->weights_per_gpu, lg->has_weights, lg->weights);
+	if (lg->has_swa_tokens)
+		fill(row(c, "swa_tokens", "SWA pool tokens per rank"), r->pool_kind == PLAN_POOL_SGLANG_SWA, (double)r->swa_tokens,
+		     true, (double)lg->swa_tokens);
+	if (lg->has_concurrency && r->pool_kind == PLAN_POOL_VLLM_HYBRID && r->hy_blocks_per_req &&
+	    (double)r->max_model_len == lg->concurrency_len)
+		fill(row(c, "concurrency", "max concurrency at max_model_len"), true, r->hy_max_concurrency, true, lg->concurrency);
 	if (lg->engine == LAUNCH_VLLM || (lg->engine == LAUNCH_UNKNOWN && r->activation > 0)) {
 		if (lg->has_total)
 			fill(row(c, "cuda_total", "GPU total (CUDA)"), r->has_gpu_total, r->cuda_total, true, lg->total);
@@ -276,7 +314,8 @@ void engine_log_compare(const struct engine_log *lg, const struct plan_result *r
 	double wpool = 0;   /* what the worst term's difference does to the pool */
 	for (int i = 1; i < c->nrows; i++) {
 		const struct log_row *w = &c->rows[i];
-		if (!w->has_predicted || !w->has_logged || !strcmp(w->key, "kv_pool"))
+		if (!w->has_predicted || !w->has_logged || !strcmp(w->key, "kv_pool") || !strcmp(w->key, "swa_tokens") ||
+		    !strcmp(w->key, "concurrency"))
 			continue;
 		double d = w->predicted - w->logged;
 		/* More memory free at start means more pool (× the fraction for SGLang); more of any

@@ -38,6 +38,11 @@ struct engine_log {
 	double cudagraph;            /* vLLM ≥ 0.21 "Estimated CUDA graph memory: X GiB total" */
 	bool cudagraph_off;          /* vLLM "CUDA graph memory profiling is disabled" */
 	int version;                 /* the engine's release as plan_parse_version reads it, 0: not printed */
+	bool has_swa_tokens;
+	uint64_t swa_tokens;         /* SGLang "Use sliding window memory pool. ... swa_layer_tokens=N" */
+	bool has_concurrency;
+	double concurrency;          /* vLLM "Maximum concurrency for L tokens per request: Cx" */
+	double concurrency_len;      /* its L */
 	bool refused;                /* vLLM refused to start: one max_model_len request does not fit */
 	int lines;                   /* lines that matched */
 };

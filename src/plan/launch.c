@@ -33,7 +33,7 @@ enum field {
 	X_BASE_GPU, X_GPU_STEP, X_MEMFRAC, X_KV_DTYPE, X_DTYPE, X_PAGE, X_CTX, X_MAXRUN, X_HICACHE,
 	X_HICACHE_SIZE, X_HICACHE_RATIO, X_SWAP, X_CPU_OFFLOAD, X_KV_OFFLOAD, X_SPEC, X_QUANT,
 	X_SPEC_ALGO, X_SPEC_CONFIG, X_MAX_TOTAL, X_KV_MEM, X_CHUNKED, X_MAX_PREFILL, X_MAX_BATCHED, X_GRAPH_BS,
-	X_NO_GRAPH, X_CONFIG,
+	X_NO_GRAPH, X_CONFIG, X_HYBRID_KV, X_KV_TRANSFER, X_NO_HYBRID_SWA, X_SWA_RATIO, X_ATTN_BACKEND,
 	X_NFIELDS
 };
 
@@ -125,7 +125,9 @@ static const struct flagdef flags[] = {
 	{"--tool-call-parser", BOTH, F_SKIP, X_NONE},
 	{"--load-format", BOTH, F_SKIP, X_NONE},
 	{"--download-dir", BOTH, F_SKIP, X_NONE},
-	{"--attention-backend", SG, F_SKIP, X_NONE},
+	{"--attention-backend", SG, F_STR, X_ATTN_BACKEND},
+	{"--disable-hybrid-swa-memory", SG, F_BOOL, X_NO_HYBRID_SWA},
+	{"--swa-full-tokens-ratio", SG, F_FRAC, X_SWA_RATIO},
 	{"--seed", BOTH, F_SKIP, X_NONE},
 	{"--dist-init-addr", SG, F_SKIP, X_NONE},
 	{"--node-rank", SG, F_SKIP, X_NONE},
@@ -149,7 +151,7 @@ static const struct flagdef flags[] = {
 	{"--disable-custom-all-reduce", BOTH, F_SKIPB, X_NONE},
 	{"--enable-auto-tool-choice", VL, F_SKIPB, X_NONE},
 	{"--enable-lora", BOTH, F_SKIPB, X_NONE},
-	{"--disable-hybrid-kv-cache-manager", VL, F_SKIPB, X_NONE},
+	{"--disable-hybrid-kv-cache-manager", VL, F_BOOL, X_HYBRID_KV},
 	{"--enable-cache-report", SG, F_SKIPB, X_NONE},
 	{"--enable-p2p-check", SG, F_SKIPB, X_NONE},
 	/* More that people paste, none of which moves memory plan models. */
@@ -160,7 +162,7 @@ static const struct flagdef flags[] = {
 	{"--mm-processor-kwargs", VL, F_SKIP, X_NONE},
 	{"--compilation-config", VL, F_SKIP, X_NONE},
 	{"-O", VL, F_SKIP, X_NONE},
-	{"--kv-transfer-config", VL, F_SKIP, X_NONE},
+	{"--kv-transfer-config", VL, F_STR, X_KV_TRANSFER},
 	{"--hf-overrides", VL, F_SKIP, X_NONE},
 	{"--override-generation-config", VL, F_SKIP, X_NONE},
 	{"--tokenizer-pool-size", VL, F_SKIP, X_NONE},
@@ -374,6 +376,10 @@ static int apply(struct launch *l, const struct flagdef *f, const char *v, bool 
 			l->hicache = !negated;
 		else if (f->field == X_NO_GRAPH)
 			l->no_cuda_graph = !negated;
+		else if (f->field == X_HYBRID_KV)
+			l->hybrid_kv_manager = negated ? 1 : -1;
+		else if (f->field == X_NO_HYBRID_SWA)
+			l->disable_hybrid_swa = !negated;
 		return 0;
 	}
 	if (f->kind == F_INT) {
@@ -467,6 +473,9 @@ static int apply(struct launch *l, const struct flagdef *f, const char *v, bool 
 	}
 	case X_CONFIG: set_str(&l->config_file, v); break;
 	case X_QUANT: l->quantization = true; break;
+	case X_KV_TRANSFER: l->kv_transfer = true; break;
+	case X_SWA_RATIO: l->swa_full_ratio = d, l->has_swa_full_ratio = true; break;
+	case X_ATTN_BACKEND: set_str(&l->attention_backend, v); break;
 	default: break;
 	}
 	return 0;
@@ -1185,6 +1194,7 @@ void launch_free(struct launch *l)
 	free(l->dtype);
 	free(l->spec_algo);
 	free(l->config_file);
+	free(l->attention_backend);
 	for (size_t i = 0; i < l->nunknown; i++)
 		free(l->unknown[i]);
 	free(l->unknown);

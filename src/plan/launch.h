@@ -61,6 +61,14 @@ struct launch {
 	bool use_v1;             /* ... and not "0" */
 	char *config_file;       /* --config FILE (its settings are read by the caller, see launch_apply_config) */
 
+	/* Sliding-window / hybrid models' pools. */
+	int hybrid_kv_manager;   /* vLLM: 1 --no-disable-hybrid-kv-cache-manager, -1 --disable-..., 0 not given */
+	bool kv_transfer;        /* vLLM --kv-transfer-config (a KV connector: turns the hybrid manager off by default) */
+	bool disable_hybrid_swa; /* SGLang --disable-hybrid-swa-memory */
+	double swa_full_ratio;   /* SGLang --swa-full-tokens-ratio (SWA tokens / full tokens) */
+	bool has_swa_full_ratio;
+	char *attention_backend; /* SGLang --attention-backend (NULL: the engine's choice) */
+
 	char **unknown;          /* flags we did not recognise, as written (name only) */
 	size_t nunknown;
 	char **notes;            /* explanations worth showing (flags whose meaning changed, ...) */

@@ -109,6 +109,83 @@ static int opt_int(json_t *o, const char *key)
 	return d >= 1 && d <= CFG_MAX && d == floor(d) ? (int)d : 0;
 }
 
+/* Which layers attend how. transformers' configs spell it several ways: layer_types (GPT-OSS,
+ * Gemma 3 in newer exports, Qwen3-Next, ...); Gemma 2 alternates sliding and full layers and Gemma 3
+ * makes every sliding_window_pattern-th layer full (configuration_gemma2/3.py derive layer_types
+ * so); Llama 4's no_rope_layers marks its RoPE layers, which use chunked local attention
+ * (attention_chunk_size), the rest being global NoPE layers, default every 4th
+ * (configuration_llama4.py); Qwen3-Next's full_attention_interval; Nemotron-H's
+ * hybrid_override_pattern ('*' attention, 'M' Mamba, '-' MLP only). */
+static void read_layer_kinds(json_t *o, struct model_config *m)
+{
+	int L = m->layers;
+	json_t *lt = json_object_get(o, "layer_types");
+	if (!json_is_array(lt))
+		lt = json_object_get(o, "layers_block_type");
+	if (json_is_array(lt) && json_array_size(lt) > 0) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(lt, i, v) {
+			const char *t = json_is_string(v) ? json_string_value(v) : "";
+			if (!strcmp(t, "sliding_attention"))
+				m->swa_layers++;
+			else if (!strcmp(t, "chunked_attention"))
+				m->chunked_layers++;
+			else if (!strcmp(t, "full_attention") || !strcmp(t, "attention"))
+				m->full_layers++;
+			else
+				m->linear_layers++;   /* linear_attention, mamba, ...: no per-token KV */
+		}
+		m->layer_source = json_object_get(o, "layer_types") ? "layer_types" : "layers_block_type";
+		return;
+	}
+	const char *mt = m->model_type ? m->model_type : "";
+	int pattern = opt_int(o, "sliding_window_pattern");
+	if (!pattern)
+		pattern = opt_int(o, "_sliding_window_pattern");
+	if (!pattern && !strcmp(mt, "gemma2"))
+		pattern = 2;
+	if (pattern && m->sliding_window) {
+		m->full_layers = L / pattern;   /* layer i is full when (i + 1) % pattern == 0 */
+		m->swa_layers = L - m->full_layers;
+		m->layer_source = "sliding_window_pattern";
+		return;
+	}
+	m->attn_chunk = opt_int(o, "attention_chunk_size");
+	if (m->attn_chunk) {
+		json_t *nr = json_object_get(o, "no_rope_layers");
+		if (json_is_array(nr) && json_array_size(nr) > 0) {
+			size_t i;
+			json_t *v;
+			json_array_foreach(nr, i, v)
+				if (json_is_integer(v) && json_integer_value(v))
+					m->chunked_layers++;
+		} else {
+			m->chunked_layers = L - L / 4;
+		}
+		m->full_layers = L - m->chunked_layers;
+		m->layer_source = "no_rope_layers";
+		return;
+	}
+	int interval = opt_int(o, "full_attention_interval");
+	if (interval) {
+		m->full_layers = L / interval;
+		m->linear_layers = L - m->full_layers;
+		m->layer_source = "full_attention_interval";
+		return;
+	}
+	json_t *hp = json_object_get(o, "hybrid_override_pattern");
+	if (json_is_string(hp)) {
+		for (const char *c = json_string_value(hp); *c; c++) {
+			if (*c == '*')
+				m->full_layers++;
+			else if (*c == 'M')
+				m->linear_layers++;
+		}
+		m->layer_source = "hybrid_override_pattern";
+	}
+}
+
 /* The facts beyond the KV shape: what the weights-per-rank and activation estimates use. */
 static void read_extras(json_t *root, json_t *o, struct model_config *m)
 {
@@ -133,14 +210,7 @@ static void read_extras(json_t *root, json_t *o, struct model_config *m)
 	m->index_head_dim = opt_int(o, "index_head_dim");
 	m->max_position = opt_int(o, "max_position_embeddings");
 	m->sliding_window = opt_int(o, "sliding_window");
-	json_t *lt = json_object_get(o, "layer_types");
-	if (json_is_array(lt)) {
-		size_t i;
-		json_t *v;
-		json_array_foreach(lt, i, v)
-			if (json_is_string(v) && !strcmp(json_string_value(v), "sliding_attention"))
-				m->swa_layers++;
-	}
+	read_layer_kinds(o, m);
 	json_t *tie = json_object_get(o, "tie_word_embeddings");
 	m->tie_embeddings = json_is_true(tie);
 	json_t *q = json_object_get(o, "quantization_config");

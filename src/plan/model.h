@@ -31,7 +31,15 @@ struct model_config {
 	double vision_params;    /* a vision tower's parameters, estimated from vision_config (0: none) */
 	int vit_layers, vit_hidden; /* vision_config's layers and width (24 and 1,024 where absent) */
 	int sliding_window;      /* sliding_window (0: none) */
-	int swa_layers;          /* layers whose layer_types entry is "sliding_attention" (0: none or not given) */
+	/* Layer kinds, when the config says (layer_types, Gemma's sliding_window_pattern, Llama 4's
+	 * no_rope_layers, Qwen3-Next's full_attention_interval, Nemotron-H's hybrid_override_pattern);
+	 * all 0 when it does not: every layer is full attention. They sum to layers when set. */
+	int full_layers;         /* full (global) attention */
+	int swa_layers;          /* sliding-window attention over the last sliding_window tokens */
+	int chunked_layers;      /* Llama 4's chunked local attention over attention_chunk_size tokens */
+	int linear_layers;       /* linear attention / Mamba / other state-space layers: no per-token KV */
+	int attn_chunk;          /* attention_chunk_size (0: none) */
+	const char *layer_source;/* where the kinds came from ("layer_types", ...), a literal; NULL: not typed */
 };
 
 /* Parses config.json text. Pure. Returns 0, or -EINVAL with *err set to a malloc'ed line naming

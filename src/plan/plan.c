@@ -308,6 +308,141 @@ static void plan_gpus(const struct plan_input *in, struct plan_result *r)
 	free(vis);
 }
 
+static uint64_t cdiv(uint64_t a, uint64_t b)
+{
+	return b ? (a + b - 1) / b : 0;
+}
+
+/* vLLM's max_num_batched_tokens: the flag, else `vllm serve`'s default (engine/arg_utils.py: 8192
+ * on GPUs of 70 GiB or more other than A100, else 2048). */
+static double vllm_batched_tokens(const struct launch *l, const struct plan_input *in)
+{
+	double g = in->has_gpu_total ? in->gpu_total_bytes : 0;
+	bool big = g >= 70 * PLAN_GIB && !(g > 79.9 * PLAN_GIB && g < 80.1 * PLAN_GIB);
+	return l->max_batched ? (double)l->max_batched : big ? 8192 : 2048;
+}
+
+/* Blocks one request of `len` tokens reserves in vLLM's hybrid pool, over every group
+ * (v1/kv_cache_interface.py max_memory_usage_bytes): a full-attention group cdiv(len, block); a
+ * sliding-window group cdiv(min(window − 1 + max_num_batched_tokens, len), block) + 1 (the window
+ * need not start at a block boundary); a chunked-local group cdiv(min(chunk + batched, len), block). */
+static uint64_t vllm_blocks_per_request(const struct plan_result *r, int full_groups, int swa_groups, int chunk_groups,
+					uint64_t len, double batched, int block)
+{
+	uint64_t b = (uint64_t)block, w = (uint64_t)r->hy_window;
+	uint64_t full = cdiv(len, b);
+	uint64_t swa = cdiv((uint64_t)fmin((double)(w ? w - 1 : 0) + batched, (double)len), b) + 1;
+	uint64_t chunk = cdiv((uint64_t)fmin((double)w + batched, (double)len), b);
+	return full_groups * full + swa_groups * swa + chunk_groups * chunk;
+}
+
+/* How many layers' worth of KV a token costs in the pool, and how the engine splits the pool
+ * between sliding-window, chunked and full-attention layers. Sets r->pool_kind, the hy_* counts
+ * and r->hy_formula; returns the layer count the bytes a token are reckoned over (padded groups
+ * for vLLM's hybrid manager, every attention layer otherwise). `layers` are this pipeline stage's,
+ * `draft` the speculative draft's (full attention).
+ *   vLLM (v1/core/kv_cache_utils.py get_kv_cache_groups, _get_kv_cache_groups_uniform_page_size):
+ *     the hybrid KV cache manager groups layers by kind into groups of the smallest kind's count
+ *     (the largest's when it is under 1.5 times the smallest), the last group of a kind padded;
+ *     all groups share one block pool, num_blocks = pool // (page × group size)
+ *     (get_kv_cache_config_from_groups, get_num_blocks). The manager is off with
+ *     --disable-hybrid-kv-cache-manager, with a KV connector (--kv-transfer-config; newer vLLM keeps
+ *     it for connectors that support it), and for chunked local attention (Llama 4) unless
+ *     VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (config/vllm.py); then every layer is
+ *     full attention (unify_hybrid_kv_cache_specs).
+ *   SGLang (model_runner_kv_cache_mixin.py profile_max_num_token, set_num_tokens_hybrid_swa): the
+ *     profile divides the pool by every layer's bytes; the SWA pool then splits it into full tokens
+ *     = T × (F + S) / (F + r × S) and SWA tokens = r × full, r = --swa-full-tokens-ratio (0.8). On
+ *     for GPT-OSS except with the trtllm_mha backend (the default on Blackwell), off for Gemma 2/3
+ *     and with --disable-hybrid-swa-memory (server_args.py _handle_model_specific_adjustments). */
+static int plan_kv_layers(const struct plan_input *in, struct plan_result *r, int layers, int draft)
+{
+	const struct launch *l = in->launch;
+	const struct model_config *m = in->model;
+	r->pool_kind = PLAN_POOL_FULL;
+	int typed = m->full_layers + m->swa_layers + m->chunked_layers + m->linear_layers;
+	if (!m->layer_source || !typed)
+		return layers + draft;
+	/* The stage's share of each kind (layers alternate, so PP splits each evenly). */
+	int pp = l->pp;
+	r->hy_full = (m->full_layers + pp - 1) / pp + draft;
+	r->hy_swa = (m->swa_layers + pp - 1) / pp;
+	r->hy_chunked = (m->chunked_layers + pp - 1) / pp;
+	r->hy_linear = (m->linear_layers + pp - 1) / pp;
+	r->hy_window = r->hy_chunked ? m->attn_chunk : m->sliding_window;
+	int attn = r->hy_full + r->hy_swa + r->hy_chunked;
+	bool sg = l->engine == LAUNCH_SGLANG;
+	if (r->hy_linear)
+		add_note(r, "%d of %d layers are linear-attention / Mamba layers: they keep a fixed state per request, which "
+			    "the engines carve out of the pool (SGLang --mamba-full-memory-ratio, vLLM's Mamba groups); not "
+			    "modelled: KV is counted for the %d attention layers only, so the tokens shown are an upper bound",
+			 m->linear_layers, m->layers, m->full_layers + m->swa_layers + m->chunked_layers);
+	if (!r->hy_swa && !r->hy_chunked) {
+		if (r->hy_linear)
+			r->hy_formula = xasprintf("%d full-attention layers hold KV; %d linear / Mamba layers hold state (not "
+						  "modelled)", r->hy_full, r->hy_linear);
+		return attn ? attn : 1;
+	}
+	if (!r->hy_full) {
+		/* Every layer slides (Mistral-style): one uniform group, the same tokens as full attention. */
+		r->hy_formula = xasprintf("all %d attention layers use a %d-token window: one group, counted like full attention",
+					  attn, r->hy_window);
+		return attn;
+	}
+	const char *kind = r->hy_chunked ? "chunked-local" : "sliding";
+	if (!sg) {
+		const char *off = NULL;
+		if (l->hybrid_kv_manager < 0)
+			off = "--disable-hybrid-kv-cache-manager";
+		else if (l->kv_transfer && l->hybrid_kv_manager == 0)
+			off = "--kv-transfer-config (a KV connector turns it off unless it supports it)";
+		else if (r->hy_chunked && l->hybrid_kv_manager == 0)
+			off = "chunked local attention (off unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1)";
+		if (off) {
+			r->hy_formula = xasprintf("%d full + %d %s layers (window %d), vLLM's hybrid KV cache manager off by %s: "
+						  "every layer holds every token", r->hy_full, r->hy_swa + r->hy_chunked, kind,
+						  r->hy_window, off);
+			return attn;
+		}
+		r->pool_kind = PLAN_POOL_VLLM_HYBRID;
+		int n_other = r->hy_swa + r->hy_chunked;
+		int mn = r->hy_full < n_other ? r->hy_full : n_other, mx = r->hy_full < n_other ? n_other : r->hy_full;
+		int g = mx < 1.5 * mn ? mx : mn;
+		int fg = (r->hy_full + g - 1) / g, og = (n_other + g - 1) / g;
+		r->hy_group_size = g;
+		r->hy_groups = fg + og;
+		r->hy_formula = xasprintf("%d full + %d %s layers (window %d): vLLM's hybrid KV cache manager makes %d + %d groups of "
+					  "%d layers%s sharing one block pool; a block costs %d layers' page",
+					  r->hy_full, n_other, kind, r->hy_window, fg, og, g,
+					  fg * g + og * g > attn ? " (the last padded)" : "", g);
+		/* "GPU KV cache size" (through 0.19) is blocks // groups × block size: as if every group
+		 * needed a block per token, so a token costs groups × group size layers. */
+		return r->hy_groups * g;
+	}
+	bool gpt_oss = m->model_type && !strcmp(m->model_type, "gpt_oss");
+	bool blackwell = in->has_gpu_total && in->gpu_total_bytes > 150 * PLAN_GIB;
+	const char *be = l->attention_backend;
+	const char *off = NULL;
+	if (l->disable_hybrid_swa)
+		off = "--disable-hybrid-swa-memory";
+	else if (!gpt_oss)
+		off = m->model_type && !strncmp(m->model_type, "gemma", 5) ? "SGLang for Gemma 2/3" : r->hy_chunked
+			    ? "SGLang here (its Llama 4 chunked pool is not modelled)" : "SGLang for this architecture";
+	else if (be ? !strcmp(be, "trtllm_mha") : blackwell)
+		off = be ? "the trtllm_mha attention backend" : "the trtllm_mha backend SGLang picks on Blackwell";
+	if (off) {
+		r->hy_formula = xasprintf("%d full + %d %s layers (window %d), SGLang's SWA pool off (%s): every layer holds "
+					  "every token", r->hy_full, r->hy_swa + r->hy_chunked, kind, r->hy_window, off);
+		return attn;
+	}
+	r->pool_kind = PLAN_POOL_SGLANG_SWA;
+	r->swa_ratio = l->has_swa_full_ratio ? l->swa_full_ratio : 0.8;
+	r->hy_formula = xasprintf("%d full + %d sliding layers (window %d): SGLang's SWA pool, full tokens = profiled × %d / "
+				  "(%d + %.2f × %d), SWA tokens = %.2f × full", r->hy_full, r->hy_swa, r->hy_window, attn,
+				  r->hy_full, r->swa_ratio, r->hy_swa, r->swa_ratio);
+	return attn;   /* the profile divides by every layer; the split comes after */
+}
+
 static int plan_kv_cell(const struct plan_input *in, struct plan_result *r, char **err)
 {
 	const struct launch *l = in->launch;
@@ -388,11 +523,13 @@ static int plan_kv_cell(const struct plan_input *in, struct plan_result *r, char
 		int heads = m->kv_heads / r->attn_tp;
 		if (heads < 1)
 			heads = 1;   /* fewer KV heads than ranks: each rank keeps a replica of one */
-		r->cell_bytes = (double)heads * (m->head_dim + m->v_head_dim) * r->stage_layers * r->kv_dtype_bytes;
+		r->layer_bytes = (double)heads * (m->head_dim + m->v_head_dim) * r->kv_dtype_bytes;
+		int counted = plan_kv_layers(in, r, layers, draft);
+		r->cell_bytes = r->layer_bytes * counted;
 		r->cell_formula = xasprintf("%s: max(1, %d KV heads / TP %d) = %d × (head_dim %d + v_head_dim %d) × "
 					    "%d layers × %s bytes (%s)%s",
 					    m->kv_heads == m->heads ? "MHA" : "GQA", m->kv_heads, r->attn_tp, heads, m->head_dim,
-					    m->v_head_dim, r->stage_layers, b1, r->kv_dtype, stage);
+					    m->v_head_dim, counted, b1, r->kv_dtype, r->hy_formula ? "" : stage);
 	}
 	r->has_cell = true;
 	return 0;
@@ -855,9 +992,43 @@ static void plan_kv_tokens(const struct plan_input *in, struct plan_result *r)
 		t = (double)l->max_total_tokens;
 		add_note(r, "--max-total-tokens %ld caps the pool below what the memory allows", l->max_total_tokens);
 	}
+	r->max_model_len = l->context_len ? l->context_len : in->model ? in->model->max_position : 0;
+	uint64_t bpr_avg = 0;   /* vLLM hybrid: blocks a request of avg_tokens reserves */
+	if (r->pool_kind == PLAN_POOL_VLLM_HYBRID) {
+		/* num_blocks = pool // (page × group size); "GPU KV cache size" = num_blocks // groups ×
+		 * block size through vLLM 0.19 (_report_kv_cache_config), max concurrency × max_model_len
+		 * since (PR #40694, report_kv_cache_config). */
+		int g = r->hy_group_size, ng = r->hy_groups;
+		int fg = (r->hy_full + g - 1) / g, sg_ = r->hy_swa ? ng - fg : 0, cg = r->hy_chunked ? ng - fg : 0;
+		double batched = vllm_batched_tokens(l, in);
+		r->hy_blocks = r->kv_pool > 0 ? (uint64_t)floor(r->kv_pool / (r->layer_bytes * page * g)) : 0;
+		t = (double)(r->hy_blocks / (uint64_t)ng * (uint64_t)page);
+		if (r->max_model_len > 0) {
+			r->hy_blocks_per_req = vllm_blocks_per_request(r, fg, sg_, cg, (uint64_t)r->max_model_len, batched, page);
+			r->hy_max_concurrency = r->hy_blocks_per_req ? (double)r->hy_blocks / r->hy_blocks_per_req : 0;
+			r->hy_capacity = (uint64_t)(r->hy_max_concurrency * r->max_model_len);
+		}
+		if (in->avg_tokens > 0)
+			bpr_avg = vllm_blocks_per_request(r, fg, sg_, cg, (uint64_t)in->avg_tokens, batched, page);
+	} else if (r->pool_kind == PLAN_POOL_SGLANG_SWA) {
+		/* set_num_tokens_hybrid_swa: the profiled tokens T (every layer counted) become
+		 * T × (F + S) / (F + r × S) full tokens and r × that SWA tokens, each page-aligned. */
+		double full = floor(t * (r->hy_full + r->hy_swa) / (r->hy_full + r->swa_ratio * r->hy_swa));
+		full = floor(full / page) * page;
+		r->swa_tokens = (uint64_t)(floor(floor(full * r->swa_ratio) / page) * page);
+		t = full;
+	}
 	r->tokens = (uint64_t)t;
 	r->has_tokens = true;
 	r->concurrency = in->avg_tokens > 0 ? r->tokens / (uint64_t)in->avg_tokens : 0;
+	if (bpr_avg)
+		r->concurrency = r->hy_blocks / bpr_avg;
+	if (r->pool_kind == PLAN_POOL_SGLANG_SWA && in->avg_tokens > 0) {
+		/* A request keeps SWA slots for its last window tokens only. */
+		uint64_t per = (uint64_t)(in->avg_tokens < r->hy_window ? in->avg_tokens : r->hy_window);
+		if (per && r->swa_tokens / per < r->concurrency)
+			r->concurrency = r->swa_tokens / per;
+	}
 	if (l->max_running > 0 && r->concurrency > (uint64_t)l->max_running) {
 		r->concurrency = (uint64_t)l->max_running;
 		r->concurrency_capped = true;
@@ -867,8 +1038,9 @@ static void plan_kv_tokens(const struct plan_input *in, struct plan_result *r)
 	r->tokens_per_point = (uint64_t)floor(r->gpu_total * 0.01 / r->cell_bytes);
 	/* vLLM refuses to start when one request of max_model_len does not fit (kv_cache_utils.py
 	 * check_enough_kv_cache_memory); max_model_len defaults to the model's. SGLang clamps instead. */
-	r->max_model_len = l->context_len ? l->context_len : in->model ? in->model->max_position : 0;
-	if (l->engine == LAUNCH_VLLM && r->max_model_len && r->tokens && r->tokens < (uint64_t)r->max_model_len) {
+	bool refused = r->pool_kind == PLAN_POOL_VLLM_HYBRID ? r->hy_blocks_per_req && r->hy_blocks < r->hy_blocks_per_req
+							     : r->tokens && r->tokens < (uint64_t)r->max_model_len;
+	if (l->engine == LAUNCH_VLLM && r->max_model_len && r->tokens && refused) {
 		r->kv_verdict = PLAN_NO_FIT;
 		r->kv_message = xasprintf("%s tokens: vLLM refuses to start, one request of max_model_len %s (%s) does not "
 					  "fit; lower --max-model-len to at most %s or raise --gpu-memory-utilization",
@@ -1115,11 +1287,21 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 		add_note(r, "speculative decoding: a separate draft model's weights are not counted");
 	if (l->quantization)
 		add_note(r, "--quantization: weights counted as stored on disk; quantizing at load time changes them");
-	if (in->model && in->model->sliding_window && (in->model->swa_layers || l->engine == LAUNCH_VLLM))
-		add_note(r, "sliding-window layers (%d of %d, window %d) are counted as full attention: SGLang does so for "
-			    "GPT-OSS and Gemma (it turns its hybrid SWA pool off for them); vLLM's hybrid allocator and "
-			    "SGLang's SWA pool for other models hold more tokens than shown", in->model->swa_layers,
-			 in->model->layers, in->model->sliding_window);
+	if (r->pool_kind == PLAN_POOL_VLLM_HYBRID && r->hy_capacity)
+		add_note(r, "vLLM's hybrid pool: %s blocks of %d tokens; a %s-token request reserves %s of them over the %d "
+			    "groups, so %.2f such requests fit; vLLM after 0.19 prints that × max_model_len, %s tokens, as its "
+			    "\"GPU KV cache size\" (earlier versions print the tokens shown)",
+			 plan_fmt((char[40]){0}, (double)r->hy_blocks, 0), l->page_size ? l->page_size : 16,
+			 plan_fmt((char[40]){0}, (double)r->max_model_len, 0), plan_fmt((char[40]){0}, (double)r->hy_blocks_per_req, 0),
+			 r->hy_groups, r->hy_max_concurrency, plan_fmt((char[40]){0}, (double)r->hy_capacity, 0));
+	if (r->pool_kind == PLAN_POOL_SGLANG_SWA)
+		add_note(r, "SGLang's SWA pool: %s full-attention tokens (max_total_num_tokens) and %s sliding-window tokens; "
+			    "its first \"KV Cache is allocated. #tokens\" line is the SWA pool's", plan_fmt((char[40]){0}, (double)r->tokens, 0),
+			 plan_fmt((char[40]){0}, (double)r->swa_tokens, 0));
+	if (in->model && in->model->sliding_window && !in->model->layer_source && in->model->model_type &&
+	    (!strncmp(in->model->model_type, "mistral", 7) || !strncmp(in->model->model_type, "gemma", 5)))
+		add_note(r, "sliding_window %d with no layer types: every layer counted as holding every token",
+			 in->model->sliding_window);
 	if (in->model && in->model->index_head_dim)
 		add_note(r, "DeepSeek-V3.2's indexer keeps %d + %d bytes a token and layer of its own (counted)",
 			 in->model->index_head_dim, in->model->index_head_dim / 32);
@@ -1138,6 +1320,7 @@ void plan_result_free(struct plan_result *r)
 	free(r->gpu_message);
 	free(r->kv_dtype);
 	free(r->cell_formula);
+	free(r->hy_formula);
 	free(r->kv_message);
 	for (size_t i = 0; i < r->nhost; i++) {
 		free(r->host[i].value);

@@ -125,6 +125,25 @@ struct plan_result {
 	enum plan_verdict kv_verdict;
 	char *kv_message;
 
+	/* Sliding-window and hybrid models (docs/plan.md "Sliding-window and hybrid models"). */
+	enum plan_pool {
+		PLAN_POOL_FULL,        /* one pool, every attention layer holds every token */
+		PLAN_POOL_VLLM_HYBRID, /* vLLM's hybrid KV cache manager: groups sharing one block pool */
+		PLAN_POOL_SGLANG_SWA,  /* SGLang's SWA pool: a full pool and a smaller sliding-window pool */
+	} pool_kind;
+	int hy_full, hy_swa, hy_chunked, hy_linear;   /* this stage's layers of each kind (0s: not typed) */
+	int hy_window;           /* sliding_window, or Llama 4's attention_chunk_size */
+	double layer_bytes;      /* KV bytes a token takes in one attention layer on this rank */
+	int hy_group_size;       /* vLLM: layers per KV cache group */
+	int hy_groups;           /* vLLM: groups (full + sliding + chunked), padded to hy_group_size layers */
+	uint64_t hy_blocks;      /* vLLM: blocks in the shared pool (each one page in every group) */
+	uint64_t hy_blocks_per_req; /* vLLM: blocks one max_model_len request reserves over all groups */
+	double hy_max_concurrency; /* vLLM: blocks / blocks per request ("Maximum concurrency for ...") */
+	uint64_t hy_capacity;    /* vLLM after 0.19: max concurrency × max_model_len, its "GPU KV cache size" */
+	uint64_t swa_tokens;     /* SGLang: the sliding-window pool's tokens */
+	double swa_ratio;        /* SGLang: --swa-full-tokens-ratio */
+	char *hy_formula;        /* the split in words, NULL for plain full attention */
+
 	/* Host memory, for the node */
 	struct plan_host_item *host;
 	size_t nhost;

@@ -120,6 +120,14 @@ void render_plan_text(FILE *f, const struct launch *l, const struct plan_result 
 	put_line(f, o, 2, "%s", r->kv_message);
 	if (r->has_cell)
 		put_line(f, o, 2, "%s bytes a token = %s", plan_fmt(b1, r->cell_bytes, 0), r->cell_formula);
+	if (r->hy_formula)
+		put_line(f, o, 2, "layers: %s", r->hy_formula);
+	if (r->has_tokens && r->pool_kind == PLAN_POOL_SGLANG_SWA)
+		put_line(f, o, 2, "SWA pool: %s tokens (%.2f × the full pool's)", plan_fmt(b1, (double)r->swa_tokens, 0), r->swa_ratio);
+	if (r->has_tokens && r->pool_kind == PLAN_POOL_VLLM_HYBRID)
+		put_line(f, o, 2, "hybrid pool: %s blocks; a %s-token request reserves %s: max concurrency %.2f, %s tokens as "
+			 "vLLM after 0.19 counts them", plan_fmt(b1, (double)r->hy_blocks, 0), plan_fmt(b2, (double)r->max_model_len, 0),
+			 plan_fmt(b3, (double)r->hy_blocks_per_req, 0), r->hy_max_concurrency, plan_fmt(b4, (double)r->hy_capacity, 0));
 	if (r->has_tokens) {
 		put_line(f, o, 2, "pool %s GiB / %s bytes = %s tokens", plan_fmt(b1, fmax(0, r->kv_pool) / PLAN_GIB, 2),
 			 plan_fmt(b2, r->cell_bytes, 0), plan_fmt(b3, (double)r->tokens, 0));
@@ -253,6 +261,27 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jk, "concurrency_total", jnum(r->has_tokens, (double)r->concurrency_total));
 	json_object_set_new(jk, "concurrency_capped", json_boolean(r->concurrency_capped));
 	json_object_set_new(jk, "tokens_per_fraction_point", jnum(r->has_tokens, (double)r->tokens_per_point));
+	json_t *jhy = json_object();
+	static const char *const pools[] = {"full", "vllm_hybrid", "sglang_swa"};
+	json_object_set_new(jhy, "pool", json_string(pools[r->pool_kind]));
+	json_object_set_new(jhy, "full_layers", json_integer(r->hy_full));
+	json_object_set_new(jhy, "sliding_layers", json_integer(r->hy_swa));
+	json_object_set_new(jhy, "chunked_layers", json_integer(r->hy_chunked));
+	json_object_set_new(jhy, "linear_layers", json_integer(r->hy_linear));
+	json_object_set_new(jhy, "window", jnum(r->hy_window > 0, r->hy_window));
+	json_object_set_new(jhy, "layer_bytes", jnum(r->has_cell && r->layer_bytes > 0, r->layer_bytes));
+	bool vh = r->pool_kind == PLAN_POOL_VLLM_HYBRID, sw = r->pool_kind == PLAN_POOL_SGLANG_SWA;
+	json_object_set_new(jhy, "group_size", jnum(vh, r->hy_group_size));
+	json_object_set_new(jhy, "groups", jnum(vh, r->hy_groups));
+	json_object_set_new(jhy, "blocks", jnum(vh && r->has_tokens, (double)r->hy_blocks));
+	json_object_set_new(jhy, "blocks_per_request", jnum(vh && r->hy_blocks_per_req, (double)r->hy_blocks_per_req));
+	json_object_set_new(jhy, "max_concurrency", jnum(vh && r->hy_blocks_per_req, r->hy_max_concurrency));
+	json_object_set_new(jhy, "capacity_tokens", jnum(vh && r->hy_blocks_per_req, (double)r->hy_capacity));
+	json_object_set_new(jhy, "full_tokens", jnum(sw && r->has_tokens, (double)r->tokens));
+	json_object_set_new(jhy, "swa_tokens", jnum(sw && r->has_tokens, (double)r->swa_tokens));
+	json_object_set_new(jhy, "swa_full_tokens_ratio", jnum(sw, r->swa_ratio));
+	json_object_set_new(jhy, "formula", json_str_or_null(r->hy_formula));
+	json_object_set_new(jk, "hybrid", jhy);
 	json_object_set_new(root, "kv_cache", jk);
 
 	json_t *jh = json_object();
@@ -299,8 +328,10 @@ static void fmt_value(char *buf, const struct log_row *w, bool has, double v)
 	char b[40];
 	if (!has)
 		snprintf(buf, 40, "-");
-	else if (!strcmp(w->key, "tokens"))
+	else if (!strcmp(w->key, "tokens") || !strcmp(w->key, "swa_tokens"))
 		snprintf(buf, 40, "%s", plan_fmt(b, v, 0));
+	else if (!strcmp(w->key, "concurrency"))
+		snprintf(buf, 40, "%.2fx", v);
 	else
 		snprintf(buf, 40, "%s GiB", plan_fmt(b, v / PLAN_GIB, 2));
 }
@@ -346,8 +377,9 @@ json_t *render_plan_log_json(const char *path, const struct engine_log *lg, cons
 		json_t *r = json_object();
 		json_object_set_new(r, "term", json_string(w->key));
 		json_object_set_new(r, "what", json_string(w->what));
-		json_object_set_new(r, "predicted", jnum(w->has_predicted, round(w->predicted)));
-		json_object_set_new(r, "printed", jnum(w->has_logged, round(w->logged)));
+		bool exact = !strcmp(w->key, "concurrency");   /* a ratio, not bytes or tokens */
+		json_object_set_new(r, "predicted", jnum(w->has_predicted, exact ? w->predicted : round(w->predicted)));
+		json_object_set_new(r, "printed", jnum(w->has_logged, exact ? w->logged : round(w->logged)));
 		json_object_set_new(r, "error", jnum(w->has_predicted && w->has_logged && w->logged > 0, w->error));
 		json_array_append_new(rows, r);
 	}

@@ -89,4 +89,15 @@ test_broken_logs_are_a_clear_error_never_a_crash() {
 	[ "$rc" -eq 2 ] || fail "exit $rc, want 2: $out"
 }
 
+test_hybrid_split_is_in_text_and_json() {
+	out=$(plan_log "$LOGS/vllm-gpt-oss-120b-hybrid.log") || fail "exit $?"
+	expect_jq "$out" '.kv_cache.hybrid.pool == "vllm_hybrid" and .kv_cache.hybrid.full_layers == 18 and .kv_cache.hybrid.sliding_layers == 18'
+	expect_jq "$out" '.kv_cache.hybrid.window == 128 and .kv_cache.hybrid.groups == 2 and .kv_cache.hybrid.group_size == 18'
+	out=$("$GPUWHO" plan --host-mem 2TB --gpu-mem 80 --weights-gb 65.25 --overhead 0.5 \
+		--model-config "$TESTS/fixtures/models/gpt-oss-120b/config.json" -- \
+		python -m sglang.launch_server --model openai/gpt-oss-120b --mem-fraction-static 0.9) || fail "exit $?"
+	expect_has "$out" "18 full + 18 sliding layers (window 128): SGLang's SWA pool"
+	expect_has "$out" "SWA pool:"
+}
+
 run_tests

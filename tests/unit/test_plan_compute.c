@@ -573,6 +573,114 @@ static void kv_dtypes_of_issue_14(void **state)
 	done(&s);
 }
 
+/* GPT-OSS-120B on vLLM with a 6 GiB pool (--kv-cache-memory 6G): 18 full + 18 sliding layers of
+ * 8 KV heads × (64 + 64) × 2 bytes = 2,048 bytes a token and layer. The hybrid manager makes two
+ * groups of 18 (18 < 1.5 × 18); a block is 16 tokens × 2,048 × 18 layers = 589,824 bytes:
+ * 6,442,450,944 / 589,824 = 10,922 blocks; "GPU KV cache size" = 10,922 // 2 × 16 = 87,376. A
+ * 131,072-token request reserves 8,192 full blocks + cdiv(127 + 8,192, 16) + 1 = 521 sliding ones:
+ * 10,922 / 8,713 = 1.2535 requests, × 131,072 = 164,302 tokens (vLLM after 0.19). A 4,000-token
+ * request: 250 + 251 = 501 blocks: 21 at once. */
+static void gpt_oss_on_vllm_shares_one_block_pool_between_two_groups(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "gpt-oss-120b", 141, 0, 65.25e9, 0, NULL, "vllm", "serve", "openai/gpt-oss-120b", "--kv-cache-memory", "6G");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_VLLM_HYBRID);
+	assert_int_equal(s.r.hy_full, 18);
+	assert_int_equal(s.r.hy_swa, 18);
+	assert_int_equal(s.r.hy_window, 128);
+	assert_int_equal(s.r.hy_group_size, 18);
+	assert_int_equal(s.r.hy_groups, 2);
+	assert_true(s.r.layer_bytes == 2048);
+	assert_int_equal(s.r.hy_blocks, 10922);
+	assert_int_equal(s.r.tokens, 87376);
+	assert_int_equal(s.r.hy_blocks_per_req, 8713);
+	assert_int_equal(s.r.hy_capacity, 164302);
+	assert_int_equal(s.r.concurrency, 21);
+	assert_non_null(strstr(s.r.hy_formula, "18 full + 18 sliding"));
+	done(&s);
+}
+
+/* Gemma 3 27B (62 layers, every 6th full: 10 full + 52 sliding, 16 KV heads × 256 × 2 = 8,192
+ * bytes a token and layer) on vLLM with 10 GiB: groups of 10, the sliding ones 6 (the last padded
+ * to 10), 7 in all; a block is 16 × 8,192 × 10 = 1,310,720 bytes: 8,192 blocks, 8,192 // 7 × 16 =
+ * 18,720 tokens. With the manager off every layer holds every token: 10 GiB / (62 × 8,192) =
+ * 21,140 → 21,136 in whole blocks, 13% more, as the padding costs. */
+static void gemma3_on_vllm_pads_the_sliding_groups(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "gemma-3-27b", 141, 0, 54.8e9, 0, NULL, "vllm", "serve", "google/gemma-3-27b-it", "--kv-cache-memory", "10G");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_VLLM_HYBRID);
+	assert_int_equal(s.r.hy_full, 10);
+	assert_int_equal(s.r.hy_swa, 52);
+	assert_int_equal(s.r.hy_group_size, 10);
+	assert_int_equal(s.r.hy_groups, 7);
+	assert_int_equal(s.r.hy_blocks, 8192);
+	assert_int_equal(s.r.tokens, 18720);
+	done(&s);
+	RUN(&s, "gemma-3-27b", 141, 0, 54.8e9, 0, NULL, "vllm", "serve", "google/gemma-3-27b-it", "--kv-cache-memory", "10G",
+	    "--disable-hybrid-kv-cache-manager");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_FULL);
+	assert_int_equal(s.r.tokens, 21136);
+	assert_non_null(strstr(s.r.hy_formula, "--disable-hybrid-kv-cache-manager"));
+	done(&s);
+	/* A KV connector turns the manager off too (config/vllm.py). */
+	RUN(&s, "gemma-3-27b", 141, 0, 54.8e9, 0, NULL, "vllm", "serve", "google/gemma-3-27b-it", "--kv-cache-memory", "10G",
+	    "--kv-transfer-config", "{\"kv_connector\":\"LMCacheConnectorV1\"}");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_FULL);
+	assert_int_equal(s.r.tokens, 21136);
+	done(&s);
+}
+
+/* GPT-OSS-120B on SGLang, one 80 GiB GPU at 0.9 with --overhead 0.5 and 64.5 GiB of weights:
+ * pool 72 − 64.5 − 0.5 = 7 GiB = 7,516,192,768 bytes; the profile divides by all 36 layers
+ * (73,728 bytes): 101,944 tokens. The SWA pool: full = 101,944 × 36 / (18 + 0.8 × 18) = 113,271,
+ * SWA = 0.8 × 113,271 = 90,616. Off with --disable-hybrid-swa-memory or trtllm_mha: 101,944. */
+static void gpt_oss_on_sglang_splits_full_and_swa_pools(void **state)
+{
+	(void)state;
+	struct setup s;
+	double w = 64.5 * GIB;
+	RUN(&s, "gpt-oss-120b", 80, 0, w, 0.5, NULL, "python", "-m", "sglang.launch_server", "--model", "openai/gpt-oss-120b",
+	    "--mem-fraction-static", "0.9");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_SGLANG_SWA);
+	assert_true(fabs(s.r.kv_pool - 7 * GIB) < 1);
+	assert_int_equal(s.r.tokens, 113271);
+	assert_int_equal(s.r.swa_tokens, 90616);
+	assert_true(s.r.swa_ratio == 0.8);
+	done(&s);
+	RUN(&s, "gpt-oss-120b", 80, 0, w, 0.5, NULL, "python", "-m", "sglang.launch_server", "--model", "openai/gpt-oss-120b",
+	    "--mem-fraction-static", "0.9", "--swa-full-tokens-ratio", "0.5");
+	/* 101,944 × 36 / (18 + 9) = 135,925; SWA 67,962. */
+	assert_int_equal(s.r.tokens, 135925);
+	assert_int_equal(s.r.swa_tokens, 67962);
+	done(&s);
+	RUN(&s, "gpt-oss-120b", 80, 0, w, 0.5, NULL, "python", "-m", "sglang.launch_server", "--model", "openai/gpt-oss-120b",
+	    "--mem-fraction-static", "0.9", "--disable-hybrid-swa-memory");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_FULL);
+	assert_int_equal(s.r.tokens, 101944);
+	done(&s);
+	RUN(&s, "gpt-oss-120b", 80, 0, w, 0.5, NULL, "python", "-m", "sglang.launch_server", "--model", "openai/gpt-oss-120b",
+	    "--mem-fraction-static", "0.9", "--attention-backend", "trtllm_mha");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_FULL);
+	assert_int_equal(s.r.tokens, 101944);
+	done(&s);
+}
+
+/* SGLang keeps its SWA pool off for Gemma 2/3 (server_args.py): every layer counted. */
+static void gemma3_on_sglang_counts_every_layer(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUN(&s, "gemma-3-27b", 80, 0, 54.8e9, 0.5, NULL, "python", "-m", "sglang.launch_server", "--model", "google/gemma-3-27b-it",
+	    "--mem-fraction-static", "0.9");
+	assert_int_equal(s.r.pool_kind, PLAN_POOL_FULL);
+	assert_true(s.r.cell_bytes == 62 * 8192);
+	assert_non_null(strstr(s.r.hy_formula, "Gemma"));
+	done(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -595,6 +703,10 @@ int main(void)
 		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
 		cmocka_unit_test(absurd_parallel_sizes_neither_overflow_nor_divide_by_zero),
 		cmocka_unit_test(fmt_groups_thousands),
+		cmocka_unit_test(gpt_oss_on_vllm_shares_one_block_pool_between_two_groups),
+		cmocka_unit_test(gemma3_on_vllm_pads_the_sliding_groups),
+		cmocka_unit_test(gpt_oss_on_sglang_splits_full_and_swa_pools),
+		cmocka_unit_test(gemma3_on_sglang_counts_every_layer),
 		cmocka_unit_test(meminfo_parses_kb_and_needs_memtotal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -137,10 +137,34 @@ static void vllm_cuda_graph_and_version_lines(void **state)
 	assert_int_equal(lg.version, 6006);
 }
 
+/* SGLang's SWA pool: the full pool's tokens come from "full_layer_tokens=", not from the first
+ * "KV Cache is allocated" line (the SWA pool's); vLLM's concurrency line is read with its length. */
+static void hybrid_pool_lines(void **state)
+{
+	(void)state;
+	struct engine_log lg;
+	char *err = NULL;
+	const char *t = "[TP0] Use sliding window memory pool. full_layer_tokens=375360, swa_layer_tokens=300288\n"
+			"[TP0] KV Cache is allocated. #tokens: 300288, K size: 8.38 GB, V size: 5.59 GB\n";
+	assert_int_equal(engine_log_parse(t, strlen(t), &lg, &err), 0);
+	assert_int_equal(lg.engine, LAUNCH_SGLANG);
+	assert_int_equal(lg.tokens, 375360);
+	assert_true(lg.has_swa_tokens);
+	assert_int_equal(lg.swa_tokens, 300288);
+	const char *v = "INFO [kv_cache_utils.py:1319] GPU KV cache size: 290,864 tokens\n"
+			"INFO [kv_cache_utils.py:1324] Maximum concurrency for 32,768 tokens per request: 33.04x\n";
+	assert_int_equal(engine_log_parse(v, strlen(v), &lg, &err), 0);
+	assert_int_equal(lg.tokens, 290864);
+	assert_true(lg.has_concurrency);
+	assert_true(lg.concurrency_len == 32768);
+	assert_true(fabs(lg.concurrency - 33.04) < 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sglang_lines),
+		cmocka_unit_test(hybrid_pool_lines),
 		cmocka_unit_test(vllm_lines_v1_v0_and_refusals),
 		cmocka_unit_test(hostile_input_fails_with_a_message),
 		cmocka_unit_test(vllm_cuda_graph_and_version_lines),

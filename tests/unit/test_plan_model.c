@@ -309,10 +309,79 @@ static void extras_for_the_weights_estimate(void **state)
 	model_config_free(&m);
 }
 
+static void parse_ok(const char *json, struct model_config *m)
+{
+	char *err = NULL;
+	if (model_config_parse(json, strlen(json), m, &err))
+		fail_msg("%s", err);
+}
+
+/* Layer kinds, each way configs spell them. */
+static void layer_kinds_from_every_spelling(void **state)
+{
+	(void)state;
+	struct model_config m;
+	/* GPT-OSS: layer_types, alternating. */
+	read_fixture("gpt-oss-120b", &m);
+	assert_string_equal(m.layer_source, "layer_types");
+	assert_int_equal(m.full_layers, 18);
+	assert_int_equal(m.swa_layers, 18);
+	assert_int_equal(m.sliding_window, 128);
+	model_config_free(&m);
+	/* Gemma 3: every 6th layer full (layer i full when (i + 1) % 6 == 0): 62 → 10 + 52. */
+	read_fixture("gemma-3-27b", &m);
+	assert_string_equal(m.section, "text_config");
+	assert_string_equal(m.layer_source, "sliding_window_pattern");
+	assert_int_equal(m.full_layers, 10);
+	assert_int_equal(m.swa_layers, 52);
+	model_config_free(&m);
+	/* Gemma 2 has no pattern field: it alternates. */
+	parse_ok("{\"model_type\":\"gemma2\",\"num_hidden_layers\":46,\"num_attention_heads\":32,\"num_key_value_heads\":16,"
+		 "\"head_dim\":128,\"sliding_window\":4096}", &m);
+	assert_int_equal(m.full_layers, 23);
+	assert_int_equal(m.swa_layers, 23);
+	model_config_free(&m);
+	/* Llama 4: chunked local attention on the RoPE layers, every 4th layer global by default. */
+	parse_ok("{\"model_type\":\"llama4\",\"text_config\":{\"num_hidden_layers\":48,\"num_attention_heads\":40,"
+		 "\"num_key_value_heads\":8,\"head_dim\":128,\"attention_chunk_size\":8192}}", &m);
+	assert_string_equal(m.layer_source, "no_rope_layers");
+	assert_int_equal(m.attn_chunk, 8192);
+	assert_int_equal(m.chunked_layers, 36);
+	assert_int_equal(m.full_layers, 12);
+	model_config_free(&m);
+	parse_ok("{\"num_hidden_layers\":4,\"num_attention_heads\":4,\"head_dim\":64,\"attention_chunk_size\":8192,"
+		 "\"no_rope_layers\":[1,1,0,1]}", &m);
+	assert_int_equal(m.chunked_layers, 3);
+	assert_int_equal(m.full_layers, 1);
+	model_config_free(&m);
+	/* Qwen3-Next: linear attention with a full layer every 4th. */
+	parse_ok("{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":48,\"num_attention_heads\":16,\"num_key_value_heads\":2,"
+		 "\"head_dim\":256,\"full_attention_interval\":4}", &m);
+	assert_int_equal(m.full_layers, 12);
+	assert_int_equal(m.linear_layers, 36);
+	model_config_free(&m);
+	parse_ok("{\"num_hidden_layers\":4,\"num_attention_heads\":4,\"head_dim\":64,"
+		 "\"layer_types\":[\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\"]}", &m);
+	assert_int_equal(m.full_layers, 1);
+	assert_int_equal(m.linear_layers, 3);
+	model_config_free(&m);
+	/* Nemotron-H: '*' attention, 'M' Mamba, '-' MLP only. */
+	parse_ok("{\"num_hidden_layers\":6,\"num_attention_heads\":4,\"head_dim\":64,\"hybrid_override_pattern\":\"M-M*-M\"}", &m);
+	assert_int_equal(m.full_layers, 1);
+	assert_int_equal(m.linear_layers, 3);
+	model_config_free(&m);
+	/* A plain model and Qwen2's unused sliding_window: no kinds, every layer full. */
+	read_fixture("llama-3.1-70b", &m);
+	assert_null(m.layer_source);
+	assert_int_equal(m.full_layers + m.swa_layers + m.chunked_layers + m.linear_layers, 0);
+	model_config_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(extras_for_the_weights_estimate),
+		cmocka_unit_test(layer_kinds_from_every_spelling),
 		cmocka_unit_test(deepseek_v3_is_mla_with_61_layers),
 		cmocka_unit_test(kimi_k25_reads_the_nested_text_config),
 		cmocka_unit_test(llama_70b_is_gqa_with_head_dim_from_hidden_size),
