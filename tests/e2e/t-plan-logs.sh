@@ -100,4 +100,46 @@ test_hybrid_split_is_in_text_and_json() {
 	expect_has "$out" "SWA pool:"
 }
 
+test_the_release_a_log_prints_is_the_release_modelled() {
+	local m="$TESTS/fixtures/models/llama-3.1-70b/config.json"
+	printf '(APIServer pid=1) INFO vLLM API server version 0.10.1\nINFO Available KV cache memory: 50.00 GiB\n' >"$TMP/old.log"
+	out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" --log "$TMP/old.log" -- \
+		vllm serve m -tp 4) || [ $? -eq 1 ] || fail "exit $?: $out"
+	expect_jq "$out" '[.notes[] | select(. == "modelled as vLLM 0.10.1")] | length == 1'
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 0'
+	sed 's/0\.10\.1/0.21.0/' "$TMP/old.log" >"$TMP/new.log"
+	out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" --log "$TMP/new.log" -- \
+		vllm serve m -tp 4) || [ $? -eq 1 ] || fail "exit $?: $out"
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 1'
+	# --engine-version wins over the log's banner.
+	out=$("$GPUWHO" plan --json --engine-version 0.10 --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" \
+		--log "$TMP/new.log" -- vllm serve m -tp 4) || [ $? -eq 1 ] || fail "exit $?: $out"
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 0'
+}
+
+test_cuda_graph_profiling_switch_is_read_from_the_launch_and_the_log() {
+	local m="$TESTS/fixtures/models/llama-3.1-70b/config.json" a
+	for a in "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm serve m -tp 4" \
+		"docker run --gpus all -e VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm/vllm-openai --model m -tp 4" \
+		"vllm serve m -tp 4 --enforce-eager"; do
+		read -r -a launch <<<"$a"
+		out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" -- "${launch[@]}") ||
+			[ $? -eq 1 ] || fail "$a: exit $?: $out"
+		expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 0'
+	done
+	printf 'WARNING CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0).\nINFO GPU KV cache size: 100 tokens\n' >"$TMP/off.log"
+	out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" --log "$TMP/off.log" -- \
+		vllm serve m -tp 4) || [ $? -eq 1 ] || fail "exit $?: $out"
+	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 0'
+}
+
+test_a_bad_engine_version_is_a_usage_error() {
+	local v
+	for v in banana 0 1. .5 0.1000 100.1 "0.21 " ""; do
+		out=$("$GPUWHO" plan --engine-version "$v" --gpu-mem 80 -- vllm serve m 2>&1); rc=$?
+		[ "$rc" -eq 2 ] || fail "--engine-version '$v': exit $rc, want 2: $out"
+		expect_has "$out" "--engine-version"
+	done
+}
+
 run_tests
