@@ -281,6 +281,11 @@ json_t *render_plan_json(const struct launch *l, const struct plan_result *r, co
 	json_object_set_new(jhy, "swa_tokens", jnum(sw && r->has_tokens, (double)r->swa_tokens));
 	json_object_set_new(jhy, "swa_full_tokens_ratio", jnum(sw, r->swa_ratio));
 	json_object_set_new(jhy, "formula", json_str_or_null(r->hy_formula));
+	/* Only a model with layers of more than one kind has a split to show. */
+	if (r->hy_full + r->hy_swa + r->hy_chunked + r->hy_linear == 0) {
+		json_decref(jhy);
+		jhy = json_null();
+	}
 	json_object_set_new(jk, "hybrid", jhy);
 	json_object_set_new(root, "kv_cache", jk);
 
@@ -369,6 +374,13 @@ json_t *render_plan_log_json(const char *path, const struct engine_log *lg, cons
 	json_t *j = json_object();
 	json_object_set_new(j, "file", json_str_or_null(path));
 	json_object_set_new(j, "engine", json_string(lg->engine == LAUNCH_SGLANG ? "sglang" : lg->engine == LAUNCH_VLLM ? "vllm" : "unknown"));
+	if (lg->version) {
+		char v[32];
+		snprintf(v, sizeof v, "%d.%d.%d", lg->version / 1000000, lg->version / 1000 % 1000, lg->version % 1000);
+		json_object_set_new(j, "version", json_string(v));
+	} else {
+		json_object_set_new(j, "version", json_null());
+	}
 	json_object_set_new(j, "lines", json_integer(lg->lines));
 	json_object_set_new(j, "refused", json_boolean(lg->refused));
 	json_t *rows = json_array();

@@ -106,6 +106,7 @@ test_the_release_a_log_prints_is_the_release_modelled() {
 	out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" --log "$TMP/old.log" -- \
 		vllm serve m -tp 4) || [ $? -eq 1 ] || fail "exit $?: $out"
 	expect_jq "$out" '[.notes[] | select(. == "modelled as vLLM 0.10.1")] | length == 1'
+	expect_jq "$out" '.log.version == "0.10.1"'
 	expect_jq "$out" '[.gpu_memory.terms[] | select(.term == "cudagraph")] | length == 0'
 	sed 's/0\.10\.1/0.21.0/' "$TMP/old.log" >"$TMP/new.log"
 	out=$("$GPUWHO" plan --json --gpu-mem 143771MiB --weights-gb 141GB --model-config "$m" --log "$TMP/new.log" -- \
