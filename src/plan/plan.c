@@ -315,11 +315,34 @@ static uint64_t cdiv(uint64_t a, uint64_t b)
 
 /* vLLM's max_num_batched_tokens: the flag, else `vllm serve`'s default (engine/arg_utils.py: 8192
  * on GPUs of 70 GiB or more other than A100, else 2048). */
-static double vllm_batched_tokens(const struct launch *l, const struct plan_input *in)
+/* A release is before `at` (both as plan_parse_version encodes them); an unknown release (0) is
+ * the current one, after everything. */
+static bool before(int version, int at)
+{
+	return version && version < at;
+}
+
+/* vLLM's batch defaults (engine/arg_utils.py get_batch_defaults, `vllm serve`): GPUs of 70 GiB or
+ * more other than an A100 (taken as 80.0 GiB exactly) get 8,192 tokens and 1,024 sequences. */
+static bool vllm_big_gpu(const struct plan_input *in)
 {
 	double g = in->has_gpu_total ? in->gpu_total_bytes : 0;
-	bool big = g >= 70 * PLAN_GIB && !(g > 79.9 * PLAN_GIB && g < 80.1 * PLAN_GIB);
-	return l->max_batched ? (double)l->max_batched : big ? 8192 : 2048;
+	return g >= 70 * PLAN_GIB && !(g > 79.9 * PLAN_GIB && g < 80.1 * PLAN_GIB);
+}
+
+/* max_num_batched_tokens: the flag, else 8,192 on big GPUs, 2,048 elsewhere. */
+static double vllm_batched_tokens(const struct launch *l, const struct plan_input *in)
+{
+	return l->max_batched ? (double)l->max_batched : vllm_big_gpu(in) ? 8192 : 2048;
+}
+
+/* max_num_seqs: the flag, else 1,024 on big GPUs, 256 elsewhere; V1 in 0.7 took 1,024 everywhere. */
+static double vllm_max_seqs(const struct plan_input *in)
+{
+	const struct launch *l = in->launch;
+	if (l->max_running)
+		return (double)l->max_running;
+	return vllm_big_gpu(in) || before(in->engine_version, 8000) ? 1024 : 256;
 }
 
 /* Blocks one request of `len` tokens reserves in vLLM's hybrid pool, over every group
@@ -665,12 +688,6 @@ static void plan_weights(const struct plan_input *in, struct plan_result *r)
  * 0.5 of its 140.40 GiB after the measured 0.60 reserve and 1.96 GB of buffers) and, across ranks,
  * NCCL plus custom all-reduce buffers growing with the group (TP 8 on H200: 1.8–2.0 GB). */
 #define CONTEXT_BYTES (0.4 * PLAN_GIB)
-/* A release is before `at` (both as plan_parse_version encodes them); an unknown release (0) is
- * the current one, after everything. */
-static bool before(int version, int at)
-{
-	return version && version < at;
-}
 
 /* Communication buffers (NCCL, custom all-reduce) a rank holds once tp × pp > 1: about 2 GiB on
  * data-center GPUs whatever the group's size (SGLang's "Init torch distributed ends. mem usage":
@@ -709,26 +726,11 @@ static double comm_bytes(const struct plan_input *in)
 	return b;
 }
 
-static bool vllm_big_gpu(double gpu_bytes)
-{
-	return gpu_bytes >= 70 * PLAN_GIB && !(gpu_bytes > 79.9 * PLAN_GIB && gpu_bytes < 80.1 * PLAN_GIB);
-}
-
-/* max_num_seqs: the flag, else (engine/arg_utils.py) 1,024 on GPUs of 70 GiB or more other than an
- * A100, 256 elsewhere; V1 in 0.7 took 1,024 everywhere. */
-static double vllm_max_seqs(const struct plan_input *in, double gpu_bytes)
-{
-	const struct launch *l = in->launch;
-	if (l->max_running)
-		return (double)l->max_running;
-	return vllm_big_gpu(gpu_bytes) || before(in->engine_version, 8000) ? 1024 : 256;
-}
 
 /* vLLM's profile run (v1/worker/gpu_model_runner.py profile_run) pushes max_num_batched_tokens
  * through the model and then, since 0.8 (PR 13594), max_num_seqs rows of logits through the sampler
  * (_dummy_sampler_run, with top-k and top-p set); the torch peak above the weights is kept out of the
- * pool. Defaults (engine/arg_utils.py, for `vllm serve`): 8,192 tokens and 1,024 sequences on GPUs
- * of 70 GiB or more other than A100, else 2,048 and 256. Estimated from the shapes: the forward's
+ * pool (batch defaults: vllm_big_gpu). Estimated from the shapes: the forward's
  * largest live tensors (hidden states, q/k/v, the MLP or fused-MoE intermediates), or the sampler's
  * bytes per logit (row × vocabulary):
  *   - 0.7 ran no sampler: compute_logits in the model's dtype over every token of the dummy batch
@@ -739,13 +741,13 @@ static double vllm_max_seqs(const struct plan_input *in, double gpu_bytes)
  *     151,936: 38 × 155.6 M = 5.51 GiB);
  *   - Triton's top-k/top-p without a sort (PR 33538, February 2026, taken as 0.17): bf16 and float32
  *     logits, probabilities and the exponential draw = 14. */
-static double vllm_activation(const struct plan_input *in, double gpu_bytes, char **how)
+static double vllm_activation(const struct plan_input *in, char **how)
 {
 	const struct launch *l = in->launch;
 	const struct model_config *m = in->model;
 	int v = in->engine_version;
-	double n = l->max_batched ? (double)l->max_batched : vllm_big_gpu(gpu_bytes) ? 8192 : 2048;
-	double seqs = vllm_max_seqs(in, gpu_bytes);
+	double n = vllm_batched_tokens(l, in);
+	double seqs = vllm_max_seqs(in);
 	if (!m || !m->hidden) {
 		*how = xstrdup("activation peak: model shapes unknown, 0.5 GiB assumed");
 		return 0.5 * PLAN_GIB;
@@ -896,11 +898,11 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 		other = 0;
 	} else {
 		char *how = NULL;
-		r->activation = vllm_activation(in, r->gpu_total, &how);
+		r->activation = vllm_activation(in, &how);
 		add_term(r, "activation", -r->activation, "%s", how);
 		free(how);
 		add_term(r, "comm", -r->comm, "non-torch memory (NCCL, cuBLAS workspaces) the profile sees, estimated");
-		r->cudagraph = vllm_cudagraph(in, vllm_max_seqs(in, r->gpu_total), &how);
+		r->cudagraph = vllm_cudagraph(in, vllm_max_seqs(in), &how);
 		if (r->cudagraph)
 			add_term(r, "cudagraph", -r->cudagraph, "%s", how);
 		else
