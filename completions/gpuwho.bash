@@ -21,7 +21,7 @@ declare -gA _gpuwho_opts=(
 		--nvml=FILE --no-nvml -i=GPU --id=GPU --json --color[=WHEN] -h --help"
 	[holders]="-v --verbose --timeout=SECONDS --threads=N --from=FILE --format=FMT --json --color[=WHEN] -h --help"
 	[plan]="--pid=PID --gpu-mem=SIZE --host-mem=SIZE --model-config=FILE --weights-gb=SIZE
-		--overhead=SIZE --avg-tokens=N --log=FILE --nvml=FILE --no-nvml --json --color[=WHEN] -h --help"
+		--overhead=SIZE --avg-tokens=N --log=FILE --engine-version=V --nvml=FILE --no-nvml --json --color[=WHEN] -h --help"
 	[check]="--wait=SECONDS --ended-job=JOBID --host --from=FILE --nvml=FILE --no-nvml -i=GPU --id=GPU --json
 		--color[=WHEN] -h --help"
 	[metrics]="-o=FILE --output=FILE --max-processes=N --from=FILE --nvml=FILE --no-nvml -h --help"

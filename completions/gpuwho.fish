@@ -89,6 +89,7 @@ complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l overhead -x -d 'per-GPU memory besides weights and KV (default 0.5 GiB)'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l avg-tokens -x -d 'tokens per request for concurrency (default 4000)'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l log -r -F -d 'an engine log of this launch: predicted against printed'
+complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l engine-version -x -d "the engine's release (e.g. 0.11)"
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l nvml -r -F -d 'read the GPUs live through this libnvidia-ml'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and not __gpuwho_after_dashdash' -l no-nvml -d 'do not read the GPUs live'
 complete -c gpuwho -n '__fish_seen_subcommand_from plan; and __gpuwho_after_dashdash' -F -a '(__fish_complete_command)'
