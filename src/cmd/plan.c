@@ -50,7 +50,7 @@ static const char usage_text[] =
 	"  --log FILE         an SGLang or vLLM server log of this launch: print predicted against\n"
 	"                     what the engine printed (KV tokens, pool, weights, ...), term by term\n"
 	"  --engine-version V the engine's release (e.g. 0.11): plan models what changed since\n"
-	"                     (vLLM 0.21 counts CUDA graphs in its profile); default: the release\n"
+	"                     (vLLM 0.20 counts CUDA graphs, defaults to 0.92); default: the release\n"
 	"                     the --log names, else the current one\n"
 	"  --nvml PATH        read the GPUs' memory live through this libnvidia-ml (default\n"
 	"                     libnvidia-ml.so.1, also $GPUWHO_NVML)\n"

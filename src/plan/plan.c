@@ -786,8 +786,22 @@ static int vllm_capture_sizes(long cap, long limit)
 	return n;
 }
 
-/* Since vLLM 0.21 its memory profile also counts the CUDA graphs it will capture
- * (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default; gpu_model_runner.py
+/* vLLM 0.20.0 (PR 38284, "[Startup][UX] Enable CUDAGraph memory profiling by default") turned the
+ * CUDA-graph estimate on and raised the default --gpu-memory-utilization from 0.9 to 0.92 to make
+ * room for it (vllm/config/cache.py: gpu_memory_utilization Field(default=0.92)). Logs show where:
+ * 0.19.1 leaves 0.9 out of its "non-default args", 0.20.0, 0.20.1 and 0.21.0 list an explicit 0.9
+ * there, and 0.31.0 unflagged prints "Desired GPU memory utilization is (0.92, ...)". */
+#define VLLM_DEFAULTS_0_20 20000
+static double vllm_default_utilization(int version)
+{
+	return before(version, VLLM_DEFAULTS_0_20) ? 0.9 : 0.92;
+}
+
+/* Since vLLM 0.20 its memory profile also counts the CUDA graphs it will capture
+ * (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default since PR 38284, which shipped in 0.20.0
+ * although its log line says "default since v0.21.0": 0.19.1 logs "In v0.19, CUDA graph memory
+ * profiling will be enabled by default ... To try it now, set ...", the 0.20.0 image logs
+ * "Estimated CUDA graph memory" and "is enabled" with the variable unset; gpu_model_runner.py
  * profile_cudagraph_memory): it captures the largest and the smallest graph and takes the first's
  * cost plus (graphs − 1) × the second's. Graphs: PIECEWISE at every capture size and, in the default
  * FULL_AND_PIECEWISE mode, FULL decode graphs up to max_num_seqs; none with --enforce-eager. Those
@@ -807,8 +821,8 @@ static double vllm_cudagraph(const struct plan_input *in, double seqs, char **ho
 		*how = xstrdup("CUDA graph memory not counted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)");
 		return 0;
 	}
-	if (before(v, 21000) && !(env_on && !before(v, 15000))) {   /* opt-in from PR 30515, taken as 0.15 */
-		*how = xasprintf("CUDA graph memory not counted (vLLM %d.%d: counted since 0.21)", v / 1000000, v / 1000 % 1000);
+	if (before(v, VLLM_DEFAULTS_0_20) && !(env_on && !before(v, 15000))) {   /* opt-in from PR 30515, taken as 0.15 */
+		*how = xasprintf("CUDA graph memory not counted (vLLM %d.%d: counted since 0.20)", v / 1000000, v / 1000 % 1000);
 		return 0;
 	}
 	long cap = (long)fmin(2 * seqs, 512);
@@ -825,7 +839,7 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 	bool sg = l->engine == LAUNCH_SGLANG;
 	char b1[40], b2[40], b3[40];
 	r->fraction_flag = sg ? "--mem-fraction-static" : "--gpu-memory-utilization";
-	r->fraction = l->has_mem_fraction ? l->mem_fraction : 0.9;
+	r->fraction = l->has_mem_fraction ? l->mem_fraction : vllm_default_utilization(in->engine_version);
 	r->fraction_assumed = !l->has_mem_fraction;
 	if (r->fraction_assumed && sg) {
 		char *why = NULL;
@@ -833,7 +847,8 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 		add_note(r, "--mem-fraction-static not given: %.3f, %s", r->fraction, why);
 		free(why);
 	} else if (r->fraction_assumed) {
-		add_note(r, "--gpu-memory-utilization not given: 0.9, vLLM's default");
+		add_note(r, "--gpu-memory-utilization not given: %.2f, vLLM's default%s", r->fraction,
+			 before(in->engine_version, VLLM_DEFAULTS_0_20) ? " before 0.20" : " since 0.20 (0.9 before)");
 	}
 	r->overhead = in->overhead_bytes;
 	if (in->has_weights) {

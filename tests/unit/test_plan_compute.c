@@ -491,10 +491,10 @@ static void sglang_default_fraction_follows_its_formula(void **state)
 	done(&s);
 }
 
-/* vLLM 0.21+ keeps its CUDA graphs' memory out of the pool: the first graph 0.25 GiB, each other
- * 8 MiB. Graphs: PIECEWISE at 1, 2, 4, 8..248 by 8, 256.. by 16 up to min(2 × max_num_seqs, 512),
+/* vLLM 0.20+ keeps its CUDA graphs' memory out of the pool (PR 38284, in the 0.20.0 release): the
+ * first graph 0.25 GiB, each other 8 MiB. Graphs: PIECEWISE at 1, 2, 4, 8..248 by 8, 256.. by 16 up to min(2 × max_num_seqs, 512),
  * FULL up to max_num_seqs. */
-static void vllm_counts_cuda_graphs_since_0_21(void **state)
+static void vllm_counts_cuda_graphs_since_0_20(void **state)
 {
 	(void)state;
 	struct setup s;
@@ -519,10 +519,47 @@ static void vllm_counts_cuda_graphs_since_0_21(void **state)
 	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
 	assert_true(s.r.cudagraph == 0);
 	done(&s);
-	run_version = 20000;   /* 0.20 counted them only when asked */
+	run_version = 19001;   /* 0.19 counted them only when asked */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cudagraph == 0);
+	done(&s);
 	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", "vllm", "serve", "m",
 	     "-tp", "8");
 	assert_true(s.r.cudagraph > 0);
+	done(&s);
+	run_version = 20000;   /* 0.20.0: counted by default */
+	RUNM(&s, "llama-3.1-70b", 143771 * MIB, 141.1e9, "vllm", "serve", "m", "-tp", "8");
+	assert_true(s.r.cudagraph == 0.25 * GIB + 101 * 8 * MIB);
+	done(&s);
+	run_version = 0;
+}
+
+/* The same PR raised vLLM's default --gpu-memory-utilization from 0.9 to 0.92 (vllm/config/cache.py).
+ * The pool moves by 0.02 of the GPU's CUDA total: on an 80 GiB A100 (81,920 MiB, less plan's
+ * 0.5 GiB estimate of the driver's reserve) 0.02 × 79.5 GiB = 1.59 GiB, every other term the same
+ * (0.19 does not count the graphs: the variable makes both releases count them). */
+static void vllm_default_utilization_is_0_92_since_0_20(void **state)
+{
+	(void)state;
+	struct setup s;
+	double pool[3];
+	int versions[3] = {19001, 20000, 0};
+	for (int i = 0; i < 3; i++) {
+		run_version = versions[i];
+		RUNM(&s, "llama-3-8b", 81920 * MIB, 16.06e9, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1", "vllm", "serve",
+		     "m");
+		assert_true(s.r.fraction_assumed);
+		assert_true(s.r.fraction == (i == 0 ? 0.9 : 0.92));
+		pool[i] = s.r.kv_pool;
+		done(&s);
+	}
+	run_version = 0;
+	assert_true(fabs(pool[1] - pool[0] - 0.02 * (81920 * MIB - 0.5 * GIB)) < 1);
+	assert_true(pool[2] == pool[1]);   /* an unknown release is the current one */
+	/* The flag given is the flag taken, whatever the release. */
+	run_version = 20000;
+	RUNM(&s, "llama-3-8b", 81920 * MIB, 16.06e9, "vllm", "serve", "m", "--gpu-memory-utilization", "0.9");
+	assert_true(s.r.fraction == 0.9 && !s.r.fraction_assumed);
 	done(&s);
 	run_version = 0;
 }
@@ -697,7 +734,8 @@ int main(void)
 		cmocka_unit_test(vllm_refuses_what_one_request_cannot_fill),
 		cmocka_unit_test(sglang_default_fraction_follows_its_formula),
 		cmocka_unit_test(kv_dtypes_of_issue_14),
-		cmocka_unit_test(vllm_counts_cuda_graphs_since_0_21),
+		cmocka_unit_test(vllm_counts_cuda_graphs_since_0_20),
+		cmocka_unit_test(vllm_default_utilization_is_0_92_since_0_20),
 		cmocka_unit_test(engine_versions_read_as_engines_print_them),
 		cmocka_unit_test(cuda_visible_devices_limits_and_names_the_gpus),
 		cmocka_unit_test(unknown_gpu_memory_still_judges_the_host),
