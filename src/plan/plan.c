@@ -947,6 +947,7 @@ static void plan_gpu_memory(const struct plan_input *in, struct plan_result *r)
 		/* vLLM V1 refuses to start when less than total × utilization is free (gpu_worker.py
 		 * init_device: "Free memory on device ... is less than desired GPU memory utilization"). */
 		r->gpu_verdict = PLAN_NO_FIT;
+		r->start_refused = true;
 		r->gpu_message = xasprintf("vLLM refuses to start: other processes hold %s GiB, so less than %s × %.2f = "
 					   "%s GiB is free; at most --gpu-memory-utilization %.2f",
 					   plan_fmt(b1, used_by_others / PLAN_GIB, 1), plan_fmt(b2, r->cuda_total / PLAN_GIB, 1),
@@ -1282,6 +1283,14 @@ int plan_compute(const struct plan_input *in, struct plan_result *r, char **err)
 		return rc;
 	plan_gpu_memory(in, r);
 	plan_kv_tokens(in, r);
+	if (r->start_refused && r->kv_verdict != PLAN_UNKNOWN) {
+		/* Tokens a pool would hold are no comfort when the engine will not start. */
+		char *m = xasprintf("vLLM will not start while other processes hold the memory (see GPU memory); with "
+				    "it free: %s", r->kv_message);
+		free(r->kv_message);
+		r->kv_message = m;
+		r->kv_verdict = PLAN_NO_FIT;
+	}
 	plan_host(in, r);
 	if (l->engine == LAUNCH_SGLANG && r->has_gpu_total)
 		add_note(r, "SGLang's 1 − --mem-fraction-static reserve (%.1f GiB per GPU here) holds activations and "

@@ -93,6 +93,7 @@ struct plan_result {
 	double weights_per_gpu;  /* weights / (tp × pp) − --cpu-offload-gb */
 	double overhead;
 	bool has_kv_pool;
+	bool start_refused;      /* vLLM will not start: other processes hold more than 1 − utilization */
 	double kv_pool;          /* budget − weights − overhead (may be negative) */
 	enum plan_verdict gpu_verdict;
 	char *gpu_message;

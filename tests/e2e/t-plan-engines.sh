@@ -87,6 +87,7 @@ test_live_nvml_reserve_and_memory_in_use() {
 		--weights-gb 16 --model-config "$TESTS/fixtures/models/qwen2.5-0.5b/config.json" -- vllm serve m); rc=$?
 	[ "$rc" -eq 1 ] || fail "exit $rc, want 1: $out"
 	expect_jq "$out" '.gpu_memory.message | test("vLLM refuses to start: other processes hold 20.0 GiB")'
+	expect_jq "$out" '.kv_cache.verdict == "does_not_fit" and (.kv_cache.message | test("will not start"))'
 }
 
 run_tests
