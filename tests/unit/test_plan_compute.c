@@ -491,6 +491,27 @@ static void sglang_default_fraction_follows_its_formula(void **state)
 	done(&s);
 }
 
+/* Published SGLang start-up logs print the resolved default in ServerArgs(... mem_fraction_static=...).
+ * Current-release rows, by hand (H100 80GB: nvidia-smi's 81,559 MiB; chunked prefill 8,192, decode
+ * graphs to 256 below TP 4, 58 prefill graphs × 8 MB = 464):
+ *   docs CI (offline_engine_api, qwen2.5-0.5b, 2026-03-08), TP 1: 512 + 12,288 + 128 + 512 + 464
+ *     = 13,904: (81,559 − 13,904) / 81,559 = 0.830, printed "mem_fraction_static=0.83";
+ *   sglang#29092 (Qwen3-32B on H100, 2026-06), printed 0.828: TP 2 adds 128 MB: 14,032 → 0.828.
+ * The same docs page built 2026-02-05 printed 0.835 (no prefill graphs yet: 13,440) and an
+ * unflagged v0.5.2rc2 grok-2 on 8 × H100 (2025-09-11) 0.831 (512 + 12,288 + 1,024, no graph term):
+ * older formulas, not modelled. */
+static void sglang_default_fraction_matches_published_logs(void **state)
+{
+	(void)state;
+	struct setup s;
+	RUNM(&s, "qwen3-0.6b", 81559 * MIB, 1e9, "python3", "-m", "sglang.launch_server", "--model", "m");
+	assert_true(fabs(s.r.fraction - 0.830) < 1e-9);
+	done(&s);
+	RUNM(&s, "qwen3-0.6b", 81559 * MIB, 1e9, "python3", "-m", "sglang.launch_server", "--model", "m", "--tp", "2");
+	assert_true(fabs(s.r.fraction - 0.828) < 1e-9);
+	done(&s);
+}
+
 /* vLLM 0.20+ keeps its CUDA graphs' memory out of the pool (PR 38284, in the 0.20.0 release): the
  * first graph 0.25 GiB, each other 8 MiB. Graphs: PIECEWISE at 1, 2, 4, 8..248 by 8, 256.. by 16 up to min(2 × max_num_seqs, 512),
  * FULL up to max_num_seqs. */
@@ -733,6 +754,7 @@ int main(void)
 		cmocka_unit_test(vllm_dp8_expert_parallel_deepseek_fits_on_h200),
 		cmocka_unit_test(vllm_refuses_what_one_request_cannot_fill),
 		cmocka_unit_test(sglang_default_fraction_follows_its_formula),
+		cmocka_unit_test(sglang_default_fraction_matches_published_logs),
 		cmocka_unit_test(kv_dtypes_of_issue_14),
 		cmocka_unit_test(vllm_counts_cuda_graphs_since_0_20),
 		cmocka_unit_test(vllm_default_utilization_is_0_92_since_0_20),
