@@ -3,6 +3,7 @@
 #include "cmd/cmd.h"
 #include "cmd/common.h"
 #include "cmd/scrape.h"
+#include "escape.h"
 #include "render/metrics.h"
 #include "util.h"
 
@@ -55,7 +56,9 @@ static int on_opt(int opt, const char *arg, void *ctx)
 		return 0;
 	case OPT_MAX_PROCESSES:
 		if (!parse_uint(arg, &n) || n > 10000) {
-			fprintf(stderr, "gpuwho metrics: --max-processes wants a number from 0 to 10000, not '%s'\n", arg);
+			char *e = escape_term(arg, strlen(arg));
+			cli_error(&(struct cli){.cmd = "metrics"}, "--max-processes wants a number from 0 to 10000, not '%s'", e);
+			free(e);
 			return -1;
 		}
 		o->max_processes = (unsigned)n;

@@ -83,6 +83,8 @@ test_max_processes_bounds_the_series_and_bad_usage_exits_2() {
 	expect_has "$out" "pid=\"$B\""   # the larger
 	expect_has "$out" 'gpuwho_gpu_processes{gpu="0",uuid="GPU-00000000-0000-0000-0000-000000000000"} 2'
 	gw metrics --max-processes x >/dev/null 2>&1; [ $? -eq 2 ] || fail "--max-processes x: not exit 2"
+	err=$(gw metrics --max-processes $'\e]0;PWN\a' 2>&1 >/dev/null); [ $? -eq 2 ] || fail "hostile --max-processes: not exit 2"
+	! grep -q $'\e' <<<"$err" || fail "raw escape byte in: $(cat -v <<<"$err")"
 	gw metrics extra >/dev/null 2>&1; [ $? -eq 2 ] || fail "an operand: not exit 2"
 	gw metrics --json >/dev/null 2>&1; [ $? -eq 2 ] || fail "--json: not exit 2"
 	"$GPUWHO" metrics --help | grep -q -- '--max-processes' || fail "--help"
