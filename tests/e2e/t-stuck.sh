@@ -14,7 +14,7 @@ FSPID="" STUCK=""
 # stall_setup N TARGET: mounts the FUSE file system under $TMP/mnt and starts N processes that hold
 # TARGET by fd and are stuck on their map lock; sets STUCK to their PIDs.
 stall_setup() {
-	local n=$1 target=$2 i p
+	local n=$1 target=$2 i p w
 	need_root
 	[ -x "$FS" ] || skip "no fusestall helper: libfuse3-dev was missing when the tests were built (scripts/install-deps installs it)"
 	[ -c /dev/fuse ] || skip "no /dev/fuse: this kernel or container offers no FUSE"
@@ -28,13 +28,25 @@ stall_setup() {
 		"$FS" hold "$target" "$TMP/mnt/stall" >"$TMP/hold$i.log" 2>&1 </dev/null &
 		STUCK="$STUCK $!"
 	done
-	# Stuck means: the main thread waits for the lock (state D), after the reader took it.
+	# Stuck means: the holder said "ready" (its reader holds the lock, blocked) and then its main thread
+	# waits for the lock (state D). A D before "ready" proves nothing: a process starting up under load
+	# is briefly in D paging its code in (CI once took that for stuck, and the next look saw S).
+	i=1
 	for p in $STUCK; do
-		for i in $(seq 1 100); do
-			[ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" = D ] && break
+		for w in $(seq 1 400); do
+			grep -q ready "$TMP/hold$i.log" && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" = D ] && break
 			sleep 0.05
 		done
-		[ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" = D ] || fail "PID $p never got stuck: $(cat "$TMP"/hold*.log)"
+		[ $w -lt 400 ] || fail "PID $p never got stuck: $(cat "$TMP/hold$i.log"; thread_states "$p")"
+		i=$((i + 1))
+	done
+}
+
+# thread_states PID: each thread's state and what it waits for in the kernel, for a failure message.
+thread_states() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "thread ${t##*/}: state $(cut -d' ' -f3 "$t/stat" 2>/dev/null), waiting in $(cat "$t/wchan" 2>/dev/null)"
 	done
 }
 

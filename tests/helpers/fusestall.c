@@ -7,9 +7,12 @@
  *                                   file is MOUNTPOINT/stall (4096 bytes; reads never answered)
  *   fusestall hold TARGET FILE      opens TARGET (held by fd), maps FILE, reads the mapping through
  *                                   /proc/self/mem in one thread (the kernel faults the page in
- *                                   with the map lock held and waits on FUSE), then calls mmap() in
- *                                   the main thread, which queues for that lock for writing: from
- *                                   then on every reader of the lock waits. Prints "ready" first.
+ *                                   with the map lock held and waits on FUSE), waits until that
+ *                                   thread is blocked (state D), prints "ready", then calls mmap()
+ *                                   in the main thread, which queues for that lock for writing: from
+ *                                   then on every reader of the lock waits. Stuck means: "ready"
+ *                                   printed and the main thread in state D (before "ready" it can
+ *                                   be in D for other reasons, e.g. paging its own code in).
  *
  * Killing the server ends the FUSE connection: the blocked reads fail and the holders can exit. */
 #define FUSE_USE_VERSION 35
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,10 +113,12 @@ static int serve(const char *mountpoint)
 }
 
 static volatile char *mapped;
+static volatile pid_t reader_tid;
 
 static void *reader(void *arg)
 {
 	(void)arg;
+	reader_tid = (pid_t)syscall(SYS_gettid);
 	/* Through /proc/self/mem the kernel pins the page with get_user_pages and no way to drop the
 	 * map lock while FUSE answers (a plain fault would drop and retry). */
 	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
@@ -120,6 +126,32 @@ static void *reader(void *arg)
 	if (fd >= 0)
 		(void)!pread(fd, &c, 1, (off_t)(unsigned long)mapped);
 	return NULL;
+}
+
+/* Waits (up to 30 s) until the thread whose id *tid will hold is in state D: blocked in the kernel,
+ * here on the FUSE read it made with the map lock held. Plain system calls and stack buffers only:
+ * an allocation (ASan's allocator maps memory) would queue for the map lock before "ready" is said. */
+static int wait_blocked(volatile pid_t *tid)
+{
+	struct timespec ts = {0, 10 * 1000000};
+	for (int i = 0; i < 3000; i++, nanosleep(&ts, NULL)) {
+		if (*tid == 0)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)*tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		const char *rp = strrchr(buf, ')');
+		if (rp && rp[1] == ' ' && rp[2] == 'D')
+			return 1;
+	}
+	return 0;
 }
 
 static int hold(const char *target, const char *file)
@@ -139,10 +171,13 @@ static int hold(const char *target, const char *file)
 	pthread_t th;
 	if (pthread_create(&th, NULL, reader, NULL) != 0)
 		return 1;
-	struct timespec ts = {0, 300 * 1000000};   /* let the reader take the lock and block */
-	nanosleep(&ts, NULL);
-	printf("ready\n");
-	fflush(stdout);
+	/* The writer must queue only once the reader holds the lock and waits on FUSE: a fixed sleep
+	 * lost that race on a loaded CI machine (the mmap below went first, and nothing got stuck). */
+	if (!wait_blocked(&reader_tid)) {
+		fprintf(stderr, "fusestall hold: the reader thread never blocked on the FUSE read\n");
+		return 1;
+	}
+	(void)!write(STDOUT_FILENO, "ready\n", 6);   /* no stdio buffer to allocate: see wait_blocked */
 	/* Queues behind the reader for the lock in write mode; readers after us wait too. */
 	void *q = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	(void)q;
