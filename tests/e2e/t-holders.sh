@@ -138,7 +138,7 @@ test_processes_starting_and_exiting_during_the_scan_cause_no_error() {
 	need_root
 	mknod "$TMP/nvidia0" c 1 7
 	start_holder a --open "$TMP/nvidia0"
-	( for i in $(seq 400); do "$HOLD" /dev/null --open "$TMP/nvidia0" & sleep 0.002; kill -9 $! 2>/dev/null; done; wait ) >/dev/null 2>&1 &
+	( for i in $(seq 400); do "$HOLD" "$TMP/churn.ready" --open "$TMP/nvidia0" & sleep 0.002; kill -9 $! 2>/dev/null; done; wait ) >/dev/null 2>&1 &
 	churn=$!
 	for i in $(seq 10); do
 		out=$("$GPUWHO" holders --json "$TMP/nvidia0" 2>"$TMP/err") || fail "exit $? on run $i"
