@@ -34,6 +34,30 @@ wait_file() {
 	fail "timed out waiting for $1"
 }
 
+# wait_state PID STATE: waits until PID's state (the letter /proc/PID/stat shows: Z, T, ...) is STATE;
+# fails the test after 20 s. Only for states a process stays in (zombie, stopped), not transient ones.
+wait_state() {
+	local i st
+	for i in $(seq 1 400); do
+		st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+		[ "$st" = "$2" ] && return 0
+		sleep 0.05
+	done
+	fail "PID $1 never reached state $2 (state: ${st:-gone})"
+}
+
+# wait_exec PID COMM FD: waits until PID has exec'd COMM and holds fd FD (a `bash -c "exec N<>...;
+# exec -a NAME COMM"` stand-in: its command line names NAME before the exec already, so that is no
+# sign); fails the test after 20 s.
+wait_exec() {
+	local i
+	for i in $(seq 1 400); do
+		[ -e "/proc/$1/fd/$3" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.05
+	done
+	fail "PID $1 never ran $2 with fd $3 open"
+}
+
 fail() {
 	echo "    FAILED: $*" >&2
 	exit 1
@@ -116,13 +140,14 @@ scenario() { printf '%s\n' "$@" >"$TMP/scenario"; }
 # gw ARGS...: gpuwho with the stand-in /dev and the fake NVML's scenario.
 gw() { GPUWHO_DEV_ROOT="$TMP/dev" FAKE_NVML_SCENARIO="$TMP/scenario" "$GPUWHO" "$@"; }
 
-# free_port: prints a TCP port nothing listens on now (IPv4 or IPv6, /proc/net/tcp*), from a random
+# free_port: prints a TCP port no socket uses now (IPv4 or IPv6, /proc/net/tcp*), from a random
 # start in 20000-59999, for a server a test starts (gpuwho serve, Prometheus). Not reserved: the
 # server's own bind error is the check that counts.
 free_port() {
 	local p used
-	# Column 2 is ADDR:PORT with the port in hex, column 4 the state (0A: LISTEN).
-	used=$(awk 'NR > 1 && $4 == "0A" { n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+	# Column 2 is ADDR:PORT with the port in hex. A port in any state counts as used, not only LISTEN:
+	# a live outgoing connection from it (20000-59999 overlaps the ephemeral range) makes bind fail.
+	used=$(awk 'NR > 1 { n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)
 	for p in $(shuf -i 20000-59999 -n 50); do
 		grep -qix "$(printf %04X "$p")" <<<"$used" || { echo "$p"; return 0; }
 	done

@@ -146,7 +146,7 @@ test_format_csv_is_one_quoted_row_per_process_even_for_hostile_names() {
 	spawn bash -c 'exec -a "evil,\"name
 x" sleep 300 3<"$0"' "$TMP/target"
 	pid=$!
-	for _ in $(seq 1 100); do [ -e "/proc/$pid/fd/3" ] && grep -q sleep "/proc/$pid/comm" && break; sleep 0.05; done
+	wait_exec "$pid" sleep 3
 	out=$("$GPUWHO" holders --format csv "$TMP/target") || fail "exit $?"
 	[ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] || fail "want a header and one row: $out"
 	[ "$(printf '%s\n' "$out" | head -1)" = $'pid,ppid,user,state,target,how,fds,maps,map_bytes,command\r' ] || fail "header: $out"

@@ -31,9 +31,9 @@ mkdevs_free() {
 
 
 alive() { kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
-gone_within() {   # gone_within PID: waits up to 5 s for PID to be gone (or a zombie)
+gone_within() {   # gone_within PID: waits up to 20 s for PID to be gone (or a zombie)
 	local i
-	for i in $(seq 100); do alive "$1" || return 0; sleep 0.05; done
+	for i in $(seq 400); do alive "$1" || return 0; sleep 0.05; done
 	fail "PID $1 still alive"
 }
 
@@ -59,7 +59,7 @@ test_yes_terms_then_kills_continues_stopped_and_verifies_memory() {
 	start_holder a --open "$TMP/dev/nvidia0"; A=$HPID
 	start_holder t --open "$TMP/dev/nvidia0" --ignore-term; T=$HPID
 	start_holder s --open "$TMP/dev/nvidia0" --stop; S=$HPID
-	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$S/stat)" = T ] && break; sleep 0.05; done
+	wait_state "$S" T
 	scenario live_only "gpu 0 used_mib=3100" "gpu 1" "proc gpu=0 pid=$A mib=1000" \
 		"proc gpu=0 pid=$T mib=1000" "proc gpu=0 pid=$S mib=1000"
 	json=$(gw free 0 --nvml "$FAKE" --yes --grace 1 --json); rc=$?
@@ -75,7 +75,7 @@ test_yes_terms_then_kills_continues_stopped_and_verifies_memory() {
 test_zombie_leader_with_a_live_thread_is_freed() {
 	mkdevs_free
 	start_holder z --open "$TMP/dev/nvidia0" --leader-exit; Z=$HPID
-	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$Z/stat)" = Z ] && break; sleep 0.05; done
+	wait_state "$Z" Z
 	scenario live_only "gpu 0 used_mib=2666" "gpu 1" "proc gpu=0 pid=$Z mib=2566"
 	out=$(gw free 0 --nvml "$FAKE" --yes --grace 2); rc=$?
 	[ $rc -eq 0 ] || { echo "$out" >&2; fail "exit $rc"; }

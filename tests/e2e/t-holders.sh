@@ -31,8 +31,7 @@ test_zombie_leader_with_live_thread_is_found_where_fuser_sees_nothing() {
 	need_root
 	mknod "$TMP/nvidia0" c 1 7
 	start_holder a --open "$TMP/nvidia0" --leader-exit --threads 2
-	stat=$(ps -o stat= -p "$HPID")
-	[[ "$stat" == Z* ]] || fail "leader state is '$stat', expected Z"
+	wait_state "$HPID" Z   # the leader's pthread_exit may end after the ready file is written
 	out=$("$GPUWHO" holders --json "$TMP/nvidia0")
 	expect_jq "$out" ".holders[] | select(.pid == $HPID) | .state == \"Z\" and (.holds[0].how | index(\"thread\")) and .holds[0].via_tid > $HPID"
 	expect_jq "$out" ".holders[] | select(.pid == $HPID) | .cmdline[0] | endswith(\"holder\")"
@@ -67,7 +66,7 @@ test_stopped_holder_shows_state_T() {
 	need_root
 	mknod "$TMP/nvidia0" c 1 7
 	start_holder a --open "$TMP/nvidia0" --stop
-	for i in $(seq 50); do [ "$(ps -o stat= -p "$HPID" | cut -c1)" = T ] && break; sleep 0.05; done
+	wait_state "$HPID" T
 	out=$("$GPUWHO" holders --json "$TMP/nvidia0")
 	expect_jq "$out" ".holders[] | select(.pid == $HPID) | .state == \"T\""
 }

@@ -58,7 +58,7 @@ cg_move() {
 # A stopped holder of GPU 0 (so that check and why have something to say), PID in $A.
 stopped_holder() {
 	start_holder a --open "$TMP/dev/nvidia0" --stop; A=$HPID
-	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$A/stat)" = T ] && break; sleep 0.05; done
+	wait_state "$A" T
 	scenario "gpu 0 used_mib=1542" "gpu 1" "proc gpu=0 pid=$A mib=1542"
 }
 

@@ -205,7 +205,7 @@ test_text_fits_80_columns_when_asked_and_is_not_cut_when_piped() {
 	long=$(printf 'x%.0s' $(seq 150))
 	spawn bash -c "exec 3<>'$TMP/dev/nvidia0'; exec -a '/opt/$long' sleep 1000"
 	P=$!
-	for i in $(seq 100); do grep -q "$long" /proc/$P/cmdline 2>/dev/null && break; sleep 0.05; done
+	wait_exec "$P" sleep 3
 	scenario "gpu 0 used_mib=5000 name=\"NVIDIA RTX PRO 6000 Blackwell Server Edition\"" "proc gpu=0 pid=$P mib=4000" \
 		"proc gpu=0 pid=999999 mib=10"
 	txt=$(COLUMNS=80 gw ps --nvml "$FAKE") || fail "exit $?"
@@ -225,7 +225,7 @@ test_hostile_command_lines_are_escaped() {
 	mkdevs
 	spawn bash -c "exec 3<>'$TMP/dev/nvidia0'; exec -a \$'evil\\e[31m\\nx' sleep 1000"
 	P=$!
-	for i in $(seq 100); do grep -q evil /proc/$P/cmdline 2>/dev/null && break; sleep 0.05; done
+	wait_exec "$P" sleep 3
 	start_holder c --open "$TMP/dev/nvidiactl" --comm $'ctl\e[2J'
 	scenario "gpu 0 used_mib=10" "proc gpu=0 pid=$P mib=10"
 	txt=$(gw ps --nvml "$FAKE")

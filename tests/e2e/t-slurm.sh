@@ -100,7 +100,7 @@ slurm_up() {
 	slurmctld -f "$D/slurm.conf" || fail "slurmctld did not start: $(tail -5 "$D/slurmctld.log")"
 	slurmd -f "$D/slurm.conf" || fail "slurmd did not start: $(tail -5 "$D/slurmd.log")"
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 300); do
 		[ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null)" = idle ] && return 0
 		sleep 0.1
 	done
@@ -126,8 +126,8 @@ test_a_clean_job_leaves_the_node_idle() {
 	wait_epilog "$job"
 	expect_has "$(cat "$TMP/slurm/epilog.log")" "job $job rc=0 "
 	# The Epilog's line is written just before it exits: the node stays "completing" until slurmd has
-	# told slurmctld, a moment later. Wait that out (10 s at most), then it must be idle, not drained.
-	for _ in $(seq 100); do
+	# told slurmctld, a moment later. Wait that out (30 s at most), then it must be idle, not drained.
+	for _ in $(seq 300); do
 		state=$(sinfo -h -n "$NODE" -o %T)
 		[ "$state" = completing ] || break
 		sleep 0.1
@@ -167,7 +167,8 @@ test_a_job_that_leaves_a_gpu_holder_behind_drains_the_node_with_gpuwhos_line() {
 		line="gpu 0: 4,096 MiB of exited PID $creator held by PID"
 	fi
 	expect_has "$log" "job $job rc=1 $line"
-	for i in $(seq 50); do [ "$(sinfo -h -n "$NODE" -o %T)" = drained ] && break; sleep 0.1; done
+	# The Epilog logs its line before it asks for the drain: wait for that (30 s at most).
+	for i in $(seq 300); do [ "$(sinfo -h -n "$NODE" -o %T)" = drained ] && break; sleep 0.1; done
 	node=$(scontrol show node "$NODE")
 	expect_has "$node" "State=IDLE+DRAIN"
 	expect_has "$node" "Reason=$line"

@@ -23,7 +23,7 @@ test_a_live_holder_is_in_use_and_exit_0() {
 test_a_stopped_holder_needs_kill_cont_and_exit_1() {
 	mkdevs
 	start_holder a --open "$TMP/dev/nvidia0" --stop; A=$HPID
-	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$A/stat)" = T ] && break; sleep 0.05; done
+	wait_state "$A" T
 	scenario "gpu 0 used_mib=1542" "gpu 1" "proc gpu=0 pid=$A mib=1542"
 	out=$(gw why --nvml "$FAKE" --no-color 0); rc=$?
 	[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
@@ -34,7 +34,7 @@ test_a_stopped_holder_needs_kill_cont_and_exit_1() {
 test_a_zombie_leader_with_live_threads_gets_kill_9() {
 	mkdevs
 	start_holder a --open "$TMP/dev/nvidia0" --leader-exit; A=$LPID
-	for i in $(seq 100); do [ "$(awk '{print $3}' /proc/$A/stat)" = Z ] && break; sleep 0.05; done
+	wait_state "$A" Z
 	scenario "gpu 0 used_mib=2566" "gpu 1" "proc gpu=0 pid=$A mib=2566"
 	out=$(gw why --nvml "$FAKE" --json 0); rc=$?
 	[ "$rc" -eq 1 ] || fail "exit $rc, expected 1"

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 static char **g_argv;
@@ -87,11 +88,18 @@ static void *hold_all(void *arg)
 		}
 	}
 	if (g_fork_exit) {
+		pid_t parent = getpid();
 		pid_t c = fork();
 		if (c < 0)
 			die("fork", NULL);
 		if (c > 0)
 			_exit(0);   /* the parent goes; the child, reparented, keeps the inherited fds */
+		/* Ready only once reparented: a test that reads our PPID must see the new one, not the parent
+		 * on its way out. */
+		while (getppid() == parent) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+		}
 	}
 	ready();
 	for (;;)
