@@ -72,17 +72,18 @@ test_environmental_skips_alone_pass() {
 test_a_script_that_replaces_dev_null_fails_and_dev_null_is_restored() {
 	local out rc
 	need_root
-	# What holder.c did when /dev/null was its ready file: a rename over it.
+	# What holder.c did when /dev/null was its ready file: a rename over it. Here over a stand-in
+	# (TESTS_DEV_NULL), a node of the same device, that tests/run watches instead.
+	mknod -m 666 "$TMP/null" c 1 3
 	cat >"$TMP/t-vandal.sh" <<-EOF
 		. "$TESTS/e2e/lib.sh"
-		test_passes() { echo x >"$TMP/null.tmp"; mv -f "$TMP/null.tmp" /dev/null; }
+		test_passes() { echo x >"$TMP/null.tmp"; mv -f "$TMP/null.tmp" "$TMP/null"; }
 		run_tests
 	EOF
-	trap '[ -c /dev/null ] || { rm -f /dev/null; mknod -m 666 /dev/null c 1 3; }; teardown' EXIT
-	out=$("$TESTS/run" "$TMP/t-vandal.sh" 2>&1); rc=$?
+	out=$(TESTS_DEV_NULL="$TMP/null" "$TESTS/run" "$TMP/t-vandal.sh" 2>&1); rc=$?
 	[ "$rc" -ne 0 ] || fail "exit 0 with /dev/null replaced: $out"
-	expect_has "$out" "not ok - t-vandal replaced /dev/null (regular"
-	[ "$(stat -c '%F %t:%T' /dev/null)" = "character special file 1:3" ] || fail "/dev/null not restored"
+	expect_has "$out" "not ok - t-vandal replaced $TMP/null (regular file); restored"
+	[ "$(stat -c '%F %t:%T' "$TMP/null")" = "character special file 1:3" ] || fail "not restored: $(stat "$TMP/null")"
 }
 
 run_tests
