@@ -128,27 +128,27 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* Waits (up to 30 s) until the thread whose id *tid will hold is in state D: blocked in the kernel,
- * here on the FUSE read it made with the map lock held. Plain system calls and stack buffers only:
+/* Waits (up to 30 s) until the thread whose id *tid will hold has been in state D for 50 ms on end:
+ * blocked in the kernel, here on the FUSE read it made with the map lock held (a D of a moment can
+ * be anything, e.g. a page of its own stack faulted in). Plain system calls and stack buffers only:
  * an allocation (ASan's allocator maps memory) would queue for the map lock before "ready" is said. */
 static int wait_blocked(volatile pid_t *tid)
 {
 	struct timespec ts = {0, 10 * 1000000};
+	int in_d = 0;
 	for (int i = 0; i < 3000; i++, nanosleep(&ts, NULL)) {
 		if (*tid == 0)
 			continue;
 		char path[64], buf[512];
 		snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)*tid);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
 		const char *rp = strrchr(buf, ')');
-		if (rp && rp[1] == ' ' && rp[2] == 'D')
+		in_d = rp && rp[1] == ' ' && rp[2] == 'D' ? in_d + 1 : 0;
+		if (in_d == 5)
 			return 1;
 	}
 	return 0;
@@ -171,8 +171,8 @@ static int hold(const char *target, const char *file)
 	pthread_t th;
 	if (pthread_create(&th, NULL, reader, NULL) != 0)
 		return 1;
-	/* The writer must queue only once the reader holds the lock and waits on FUSE: a fixed sleep
-	 * lost that race on a loaded CI machine (the mmap below went first, and nothing got stuck). */
+	/* The writer must queue only once the reader holds the lock and waits on FUSE: after a fixed
+	 * sleep, on a loaded machine, the mmap below could go first, and nothing would get stuck. */
 	if (!wait_blocked(&reader_tid)) {
 		fprintf(stderr, "fusestall hold: the reader thread never blocked on the FUSE read\n");
 		return 1;
