@@ -15,14 +15,6 @@
  * worth, cut on a character boundary. */
 #define CHECK_LINE_MAX 200
 
-/* What `gpuwho why` and nvidia-smi -i take for this GPU: the index, else the device path. */
-static char *gpu_selector(const struct account_gpu *g)
-{
-	if (g->index >= 0)
-		return xasprintf("%d", g->index);
-	return xstrdup(g->target ? g->target->path : "?");
-}
-
 /* The finding's headline without its "GPU N: " prefix and without the advice after " — ". */
 static char *headline_core(const char *h)
 {
@@ -51,7 +43,9 @@ static void cut_utf8(char *s, size_t max)
 char *render_check_line(const struct check_report *r, const struct check_gpu *cg)
 {
 	const struct account_gpu *g = &r->d->acct.gpus[cg->slot];
-	char *sel = gpu_selector(g);
+	/* Built from numbers, not from the node's path, which a snapshot may make anything: the command
+	 * after the line must work as printed. */
+	char *sel = account_gpu_selector(g);
 	char *what;
 	if (cg->job_row && (!cg->finding || cg->finding->severity < DIAG_WARNING)) {
 		const struct account_proc *jr = cg->job_row;
