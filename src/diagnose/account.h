@@ -105,7 +105,8 @@ int account_select(const struct account *a, const char *sel);
  * is part of, from the MIG devices NVML listed for it.) */
 
 /* The selector for g that account_select, `gpuwho free` and `nvidia-smi -i` take: its NVML index,
- * else its device path; malloc'ed. */
+ * else "/dev/nvidiaN" from its minor (never its node's path, which a snapshot may make anything: the
+ * selector goes into commands printed to be pasted); malloc'ed. */
 char *account_gpu_selector(const struct account_gpu *g);
 
 /* What to tell the user when account_select(a, sel) returned rc (-1 or -2): one line, malloc'ed,

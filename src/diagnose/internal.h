@@ -42,7 +42,6 @@ char *diag_pid_args(const int *pids, size_t n);
 /* "GPU 0", or "GPU (minor 3)" when NVML does not know it, written into buf; returns buf. */
 const char *diag_gpu_name(const struct account_gpu *g, char *buf, size_t n);
 
-
 /* "PID 4121 (python3)", malloc'ed; the name is raw process-controlled bytes. */
 char *diag_pdesc(const struct proc_info *p);
 
